@@ -1,0 +1,46 @@
+/*
+ * config.h - the server's settings, read once at start-up.
+ *
+ * Every setting has one row in config.c's table: flag, environment variable,
+ * type, default and help. The environment is read first and flags override it,
+ * as the reference Express app takes its settings from the environment.
+ * After config_load returns, the struct is read-only.
+ */
+#ifndef NOTESD_CONFIG_H
+#define NOTESD_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct notesd_config {
+    const char *db_url;          /* libpq connection URI; NULL means "not set" */
+    const char *host;            /* address of the API listener */
+    int port;                    /* port of the API listener */
+    int pool_max;                /* most database connections open at once */
+    int pool_idle_timeout_ms;    /* an idle connection is closed after this long */
+    int pool_queue_max;          /* most requests waiting for a connection; 0 = no bound */
+    int pool_acquire_timeout_ms; /* longest wait for a connection; 0 = wait forever */
+    int query_timeout_ms;        /* deadline of one query on the loop and on the server; 0 = none */
+    int prepared;                /* 1: named prepared statements; 0: unnamed, like node-postgres */
+    const char *metrics_host;    /* address of the metrics listener */
+    int metrics_port;            /* port of the metrics listener; 0 = no metrics listener */
+    int lag_interval_ms;         /* period of the event-loop lag probe */
+    const char *static_dir;      /* directory served under /static/ */
+    int primes_max;              /* largest accepted ?below= for /primes */
+    int max_body_bytes;          /* request bodies above this get 413 */
+    int shutdown_timeout_ms;     /* how long a graceful shutdown may take */
+    int server_timing;           /* 1: send a Server-Timing header */
+    int log_level;               /* enum log_level */
+} notesd_config_t;
+
+extern notesd_config_t config;
+
+/* Fills `config` from defaults, then the environment, then argv. On a bad value
+ * or unknown flag it prints one line to stderr and exits with status 2; for
+ * --help it prints the option table and exits 0. */
+void config_load(int argc, char **argv);
+
+/* Prints the option table (also used by tests to compare with the README). */
+void config_print_help(FILE *out);
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * lag.h - the event-loop lag probe, measured as the seed measures it.
+ *
+ * A repeating timer of `interval_ms` on the loop; each tick records how late it
+ * fired: max(0, now - last - interval), with CLOCK_MONOTONIC rather than the
+ * loop's cached millisecond clock. Samples go into a cumulative histogram and
+ * into a window that the metrics scrape reads and resets.
+ */
+#ifndef NOTESD_LAG_H
+#define NOTESD_LAG_H
+
+#include <h2o.h>
+#include "metrics.h"
+
+typedef struct lag_window {
+    uint64_t n;                           /* samples since the previous scrape */
+    double min, max, mean, p50, p90, p99; /* seconds; 0 when n == 0 */
+} lag_window_t;
+
+extern histogram_t lag_histogram;
+
+void lag_start(h2o_loop_t *loop, int interval_ms);
+void lag_stop(h2o_loop_t *loop);
+
+/* Summarises the samples since the previous call, and starts a new window. */
+void lag_take_window(lag_window_t *out);
+
+#endif

@@ -1,0 +1,309 @@
+/*
+ * pgconn.c - one libpq connection's I/O on the h2o loop (see pgconn.h).
+ *
+ * The loop watches a dup() of libpq's socket, so that h2o_socket_close()
+ * closes only our copy and libpq stays the one owner of its descriptor.
+ * libpq may replace its socket while connecting (multi-host, SSL or GSS
+ * fallback) and the new one usually gets the same fd number; we compare the
+ * inode too, or the loop would keep watching a dead socket and spin.
+ */
+#include <assert.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "log.h"
+#include "pgconn.h"
+
+enum pgconn_state {
+    PGCONN_CONNECTING, /* PQconnectPoll until CONNECTION_OK */
+    PGCONN_SETUP,      /* the set-up SQL is running */
+    PGCONN_READY,      /* nothing in flight */
+    PGCONN_QUERY,      /* one command in flight */
+    PGCONN_FAILED,     /* on_failed was called; waiting for pgconn_close */
+};
+
+struct pgconn {
+    enum pgconn_state state;
+    PGconn *pg;
+    h2o_loop_t *loop;
+    h2o_socket_t *sock; /* watches `sock_fd`, a dup of libpq's socket */
+    int pg_fd;          /* libpq's descriptor that `sock` mirrors */
+    ino_t pg_ino;       /* ...and its inode, since the number alone can repeat */
+    PGresult *first;    /* first result of the command in flight */
+    const char *setup_sql;
+    const pgconn_callbacks_t *cb;
+    void *data;
+    h2o_timeout_t *defer_timeout;
+    h2o_timeout_entry_t defer; /* reports a failure found while starting */
+};
+
+static void on_readable(h2o_socket_t *sock, const char *err);
+static void on_writable(h2o_socket_t *sock, const char *err);
+
+static void fail(pgconn_t *conn, const char *why)
+{
+    conn->state = PGCONN_FAILED;
+    if (conn->sock != NULL)
+        h2o_socket_read_stop(conn->sock);
+    conn->cb->on_failed(conn, why, conn->data);
+}
+
+static void fail_with_libpq_error(pgconn_t *conn)
+{
+    char why[256];
+    const char *msg = PQerrorMessage(conn->pg);
+    size_t len = strlen(msg);
+    /* libpq ends its messages with a newline; the log adds its own. */
+    while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+        len--;
+    snprintf(why, sizeof(why), "%.*s", (int)len, len > 0 ? msg : "connection failed");
+    fail(conn, why);
+}
+
+/* Makes `sock` watch libpq's current socket; returns -1 if there is none. */
+static int sync_socket(pgconn_t *conn)
+{
+    int fd = PQsocket(conn->pg);
+    struct stat st;
+
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return -1;
+    if (conn->sock != NULL && fd == conn->pg_fd && st.st_ino == conn->pg_ino)
+        return 0;
+    if (conn->sock != NULL)
+        h2o_socket_close(conn->sock);
+    int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dup_fd < 0) {
+        conn->sock = NULL;
+        return -1;
+    }
+    conn->sock = h2o_evloop_socket_create(conn->loop, dup_fd, H2O_SOCKET_FLAG_DONT_READ);
+    conn->sock->data = conn;
+    conn->pg_fd = fd;
+    conn->pg_ino = st.st_ino;
+    return 0;
+}
+
+/* Flushes libpq's output buffer; waits for writability if it is not empty.
+ * Returns 0, or -1 after calling fail(). */
+static int flush(pgconn_t *conn)
+{
+    switch (PQflush(conn->pg)) {
+    case 0:
+        return 0;
+    case 1:
+        /* Keep reading too: the server may be blocked sending us notices. */
+        if (!h2o_socket_is_writing(conn->sock))
+            h2o_socket_notify_write(conn->sock, on_writable);
+        return 0;
+    default:
+        fail_with_libpq_error(conn);
+        return -1;
+    }
+}
+
+static void poll_connect(pgconn_t *conn)
+{
+    PostgresPollingStatusType status = PQconnectPoll(conn->pg);
+
+    if (status == PGRES_POLLING_FAILED) {
+        fail_with_libpq_error(conn);
+        return;
+    }
+    if (sync_socket(conn) != 0) {
+        fail(conn, "libpq has no socket");
+        return;
+    }
+    switch (status) {
+    case PGRES_POLLING_READING:
+        h2o_socket_read_start(conn->sock, on_readable);
+        break;
+    case PGRES_POLLING_WRITING:
+        if (!h2o_socket_is_writing(conn->sock))
+            h2o_socket_notify_write(conn->sock, on_writable);
+        break;
+    case PGRES_POLLING_OK:
+        if (PQsetnonblocking(conn->pg, 1) != 0) {
+            fail_with_libpq_error(conn);
+            return;
+        }
+        h2o_socket_read_start(conn->sock, on_readable);
+        if (conn->setup_sql != NULL) {
+            conn->state = PGCONN_SETUP;
+            if (!PQsendQuery(conn->pg, conn->setup_sql)) {
+                fail_with_libpq_error(conn);
+                return;
+            }
+            flush(conn);
+            return;
+        }
+        conn->state = PGCONN_READY;
+        conn->cb->on_ready(conn, conn->data);
+        return;
+    default:
+        break;
+    }
+}
+
+/* Reads what the server sent and finishes the command in flight if its last
+ * result has arrived. */
+static void read_results(pgconn_t *conn)
+{
+    if (!PQconsumeInput(conn->pg)) {
+        fail_with_libpq_error(conn);
+        return;
+    }
+    if (conn->state == PGCONN_READY) {
+        /* Nothing in flight: a notice, or the server going away. */
+        if (PQstatus(conn->pg) == CONNECTION_BAD)
+            fail_with_libpq_error(conn);
+        return;
+    }
+    if (flush(conn) != 0)
+        return;
+    while (!PQisBusy(conn->pg)) {
+        PGresult *res = PQgetResult(conn->pg);
+        if (res != NULL) {
+            /* Keep the first result (for SETUP: the first error, if any). */
+            if (conn->first == NULL) {
+                conn->first = res;
+            } else if (conn->state == PGCONN_SETUP &&
+                       PQresultStatus(conn->first) == PGRES_COMMAND_OK &&
+                       PQresultStatus(res) != PGRES_COMMAND_OK) {
+                PQclear(conn->first);
+                conn->first = res;
+            } else {
+                PQclear(res);
+            }
+            continue;
+        }
+        /* NULL: the command is complete and the connection is ready again. */
+        PGresult *first = conn->first;
+        enum pgconn_state was = conn->state;
+        conn->first = NULL;
+        conn->state = PGCONN_READY;
+        if (was == PGCONN_SETUP) {
+            ExecStatusType st = first != NULL ? PQresultStatus(first) : PGRES_COMMAND_OK;
+            if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+                char why[256];
+                snprintf(why, sizeof(why), "set-up SQL failed: %s",
+                         first != NULL ? PQresultErrorMessage(first) : "?");
+                PQclear(first);
+                fail(conn, why);
+                return;
+            }
+            PQclear(first);
+            conn->cb->on_ready(conn, conn->data);
+        } else {
+            conn->cb->on_result(conn, first, conn->data);
+            PQclear(first);
+        }
+        return;
+    }
+}
+
+static void on_readable(h2o_socket_t *sock, const char *err)
+{
+    pgconn_t *conn = sock->data;
+
+    if (conn->state == PGCONN_CONNECTING)
+        poll_connect(conn);
+    else if (conn->state != PGCONN_FAILED)
+        read_results(conn);
+}
+
+static void on_writable(h2o_socket_t *sock, const char *err)
+{
+    pgconn_t *conn = sock->data;
+
+    switch (conn->state) {
+    case PGCONN_CONNECTING:
+        poll_connect(conn);
+        break;
+    case PGCONN_SETUP:
+    case PGCONN_QUERY:
+        flush(conn);
+        break;
+    default:
+        break;
+    }
+}
+
+static void on_deferred_failure(h2o_timeout_entry_t *entry)
+{
+    pgconn_t *conn = H2O_STRUCT_FROM_MEMBER(pgconn_t, defer, entry);
+    fail_with_libpq_error(conn);
+}
+
+pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, const char *const *keywords,
+                       const char *const *values, const char *setup_sql,
+                       const pgconn_callbacks_t *cb, void *data)
+{
+    pgconn_t *conn = calloc(1, sizeof(*conn));
+    if (conn == NULL)
+        abort();
+    conn->state = PGCONN_CONNECTING;
+    conn->loop = loop;
+    conn->pg_fd = -1;
+    conn->setup_sql = setup_sql;
+    conn->cb = cb;
+    conn->data = data;
+    conn->defer_timeout = defer;
+    conn->defer.cb = on_deferred_failure;
+
+    conn->pg = PQconnectStartParams(keywords, values, 1);
+    if (conn->pg == NULL)
+        abort(); /* out of memory: see the policy in main.c */
+    if (PQstatus(conn->pg) == CONNECTION_BAD || sync_socket(conn) != 0) {
+        /* Report later, so the caller never sees a callback before we return. */
+        h2o_timeout_link(loop, defer, &conn->defer);
+        return conn;
+    }
+    /* The first PQconnectPoll is due once the socket is writable (libpq docs). */
+    h2o_socket_notify_write(conn->sock, on_writable);
+    return conn;
+}
+
+int pgconn_send(pgconn_t *conn, const char *sql_or_name, int prepared, int nparams,
+                const char *const *values)
+{
+    assert(conn->state == PGCONN_READY);
+    int ok = prepared
+                 ? PQsendQueryPrepared(conn->pg, sql_or_name, nparams, values, NULL, NULL, 0)
+                 : PQsendQueryParams(conn->pg, sql_or_name, nparams, NULL, values, NULL, NULL, 0);
+    if (!ok)
+        return -1;
+    conn->state = PGCONN_QUERY;
+    switch (PQflush(conn->pg)) {
+    case 0:
+        return 0;
+    case 1:
+        if (!h2o_socket_is_writing(conn->sock))
+            h2o_socket_notify_write(conn->sock, on_writable);
+        return 0;
+    default:
+        conn->state = PGCONN_FAILED;
+        return -1;
+    }
+}
+
+const char *pgconn_error(pgconn_t *conn)
+{
+    return PQerrorMessage(conn->pg);
+}
+
+void pgconn_close(pgconn_t *conn)
+{
+    h2o_timeout_unlink(&conn->defer);
+    /* Order matters: stop watching our dup before libpq closes the original. */
+    if (conn->sock != NULL) {
+        h2o_socket_read_stop(conn->sock);
+        h2o_socket_close(conn->sock);
+    }
+    if (conn->first != NULL)
+        PQclear(conn->first);
+    PQfinish(conn->pg);
+    free(conn);
+}

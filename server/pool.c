@@ -1,0 +1,544 @@
+/*
+ * pool.c - the connection pool: lists, wait queue, timers, fast-fail (see pool.h).
+ *
+ * Connections are pool_conn_t; each wraps a pgconn_t (pgconn.c does the I/O).
+ * pool_conn_set_state() is the only writer of conn->state: it asserts the legal
+ * predecessor and moves the connection to the list of its new state. Waiting
+ * queries are FIFO, so nobody starves; idle connections are reused LIFO, which
+ * leaves surplus connections at the cold end where the idle timeout finds them.
+ */
+#include <arpa/inet.h>
+#include <assert.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "config.h"
+#include "log.h"
+#include "pgconn.h"
+#include "pool.h"
+
+enum pool_conn_state {
+    POOL_CONN_NEW,        /* on no list yet */
+    POOL_CONN_CONNECTING, /* pool->connecting: opening, or running its set-up SQL */
+    POOL_CONN_IDLE,       /* pool->idle: ready, idle timeout armed */
+    POOL_CONN_BUSY,       /* pool->busy: one query in flight, query deadline armed */
+    POOL_CONN_GONE,       /* on no list; being freed */
+};
+
+static const char *state_names[] = {"new", "connecting", "idle", "busy", "gone"};
+
+typedef struct pool_conn {
+    pool_t *pool;
+    unsigned id; /* small and stable, for log lines: "pg#3" */
+    enum pool_conn_state state;
+    h2o_linklist_t link; /* in the list of its state */
+    pgconn_t *pg;
+    pool_query_t *query; /* while busy; NULL if its requester went away */
+    int statement;       /* of the query in flight, for metrics */
+    uint64_t sent_ns;    /* when the query in flight was sent */
+    h2o_timeout_entry_t idle_entry, query_entry;
+} pool_conn_t;
+
+#define conn_log(level, conn, fmt, ...)                                                            \
+    log_##level("pg#%u %s: " fmt, (conn)->id, state_names[(conn)->state], __VA_ARGS__)
+
+static void on_pg_ready(pgconn_t *pg, void *data);
+static void on_pg_result(pgconn_t *pg, PGresult *res, void *data);
+static void on_pg_failed(pgconn_t *pg, const char *why, void *data);
+static const pgconn_callbacks_t pg_callbacks = {on_pg_ready, on_pg_result, on_pg_failed};
+
+/* ---- lists ------------------------------------------------------------------------------- */
+
+static void list_init(pool_list_t *l)
+{
+    h2o_linklist_init_anchor(&l->head);
+    l->len = 0;
+}
+
+static void list_push_front(pool_list_t *l, h2o_linklist_t *node)
+{
+    h2o_linklist_insert(l->head.next, node);
+    l->len++;
+}
+
+static void list_push_back(pool_list_t *l, h2o_linklist_t *node)
+{
+    h2o_linklist_insert(&l->head, node);
+    l->len++;
+}
+
+static void list_remove(pool_list_t *l, h2o_linklist_t *node)
+{
+    h2o_linklist_unlink(node);
+    l->len--;
+}
+
+static pool_list_t *list_of(pool_t *pool, enum pool_conn_state state)
+{
+    switch (state) {
+    case POOL_CONN_CONNECTING:
+        return &pool->connecting;
+    case POOL_CONN_IDLE:
+        return &pool->idle;
+    case POOL_CONN_BUSY:
+        return &pool->busy;
+    default:
+        return NULL;
+    }
+}
+
+static size_t total(pool_t *pool)
+{
+    return pool->connecting.len + pool->idle.len + pool->busy.len;
+}
+
+/* The one writer of conn->state: checks the transition, moves lists, arms timers. */
+static void pool_conn_set_state(pool_conn_t *conn, enum pool_conn_state next)
+{
+    pool_t *pool = conn->pool;
+    enum pool_conn_state prev = conn->state;
+
+    switch (next) {
+    case POOL_CONN_CONNECTING:
+        assert(prev == POOL_CONN_NEW);
+        break;
+    case POOL_CONN_IDLE:
+        assert(prev == POOL_CONN_CONNECTING || prev == POOL_CONN_BUSY);
+        break;
+    case POOL_CONN_BUSY:
+        assert(prev == POOL_CONN_CONNECTING || prev == POOL_CONN_IDLE || prev == POOL_CONN_BUSY);
+        break;
+    case POOL_CONN_GONE:
+        assert(prev != POOL_CONN_GONE);
+        break;
+    default:
+        assert(!"bad pool connection state");
+    }
+    if (prev == next)
+        return;
+    if (list_of(pool, prev) != NULL)
+        list_remove(list_of(pool, prev), &conn->link);
+    h2o_timeout_unlink(&conn->idle_entry);
+    h2o_timeout_unlink(&conn->query_entry);
+    conn->state = next;
+    switch (next) {
+    case POOL_CONN_CONNECTING:
+        list_push_back(&pool->connecting, &conn->link);
+        break;
+    case POOL_CONN_IDLE:
+        list_push_front(&pool->idle, &conn->link); /* LIFO reuse */
+        h2o_timeout_link(pool->loop, &pool->idle_timeout, &conn->idle_entry);
+        break;
+    case POOL_CONN_BUSY:
+        list_push_back(&pool->busy, &conn->link);
+        break;
+    default:
+        break;
+    }
+    assert(total(pool) <= (size_t)pool->max);
+}
+
+/* ---- queries ----------------------------------------------------------------------------- */
+
+/* Hands a query its outcome; the pool does not touch q afterwards. */
+static void finish_query(pool_query_t *q, PGresult *res, enum pool_error err)
+{
+    q->state = POOL_QUERY_DONE;
+    q->conn = NULL;
+    q->cb(q, res, err);
+}
+
+static pool_query_t *pop_waiting(pool_t *pool)
+{
+    if (pool->waiting.len == 0)
+        return NULL;
+    pool_query_t *q = H2O_STRUCT_FROM_MEMBER(pool_query_t, link, pool->waiting.head.next);
+    list_remove(&pool->waiting, &q->link);
+    h2o_timeout_unlink(&q->acquire_entry);
+    return q;
+}
+
+static void fail_all_waiting(pool_t *pool, enum pool_error err)
+{
+    pool_query_t *q;
+    while ((q = pop_waiting(pool)) != NULL)
+        finish_query(q, NULL, err);
+}
+
+static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *reason);
+
+/* Sends q on conn, which must be ready. */
+static void conn_run(pool_conn_t *conn, pool_query_t *q)
+{
+    pool_t *pool = conn->pool;
+    const pool_statement_t *st = &pool->statements[q->statement];
+    uint64_t now = metrics_now_ns();
+
+    histogram_observe(&pool->stats.acquire, (now - q->enqueued_ns) / 1e9);
+    pool_conn_set_state(conn, POOL_CONN_BUSY);
+    conn->query = q;
+    conn->statement = q->statement;
+    conn->sent_ns = now;
+    q->state = POOL_QUERY_RUNNING;
+    q->conn = conn;
+    if (pgconn_send(conn->pg, pool->prepared ? st->name : st->sql, pool->prepared, st->nparams,
+                    q->params) != 0) {
+        pool->stats.connection_errors++;
+        conn_discard(conn, POOL_ERR_UNAVAILABLE, pgconn_error(conn->pg));
+        return;
+    }
+    if (pool->has_query_timeout)
+        h2o_timeout_link(pool->loop, &pool->query_timeout, &conn->query_entry);
+}
+
+/* A connection became ready: give it the oldest waiting query, or let it idle. */
+static void conn_next(pool_conn_t *conn)
+{
+    pool_query_t *q = conn->pool->shutting_down ? NULL : pop_waiting(conn->pool);
+    if (q != NULL) {
+        conn_run(conn, q);
+    } else if (conn->pool->shutting_down) {
+        conn_discard(conn, POOL_ERR_SHUTDOWN, "shutting down");
+    } else {
+        pool_conn_set_state(conn, POOL_CONN_IDLE);
+    }
+}
+
+static void on_idle_timeout(h2o_timeout_entry_t *entry);
+static void on_query_timeout(h2o_timeout_entry_t *entry);
+
+static void start_connection(pool_t *pool)
+{
+    pool_conn_t *conn = calloc(1, sizeof(*conn));
+    if (conn == NULL)
+        abort();
+    conn->pool = pool;
+    conn->id = ++pool->next_conn_id;
+    conn->state = POOL_CONN_NEW;
+    conn->idle_entry.cb = on_idle_timeout;
+    conn->query_entry.cb = on_query_timeout;
+    pool_conn_set_state(conn, POOL_CONN_CONNECTING);
+    conn_log(debug, conn, "%s", "connecting");
+    /* pgconn_start never calls back before returning. */
+    conn->pg = pgconn_start(pool->loop, &pool->defer_timeout, pool->keywords, pool->values,
+                            pool->setup_sql, &pg_callbacks, conn);
+}
+
+/* Opens connections while queries wait and the limit allows (one per waiter).
+ * After a failed connect it waits out the back-off on the retry timer. */
+static void grow(pool_t *pool)
+{
+    while (!pool->shutting_down && pool->connecting.len < pool->waiting.len &&
+           total(pool) < (size_t)pool->max) {
+        if (metrics_now_ns() < pool->down_until_ns) {
+            if (!h2o_timeout_is_linked(&pool->retry_entry))
+                h2o_timeout_link(pool->loop, &pool->retry_timeout, &pool->retry_entry);
+            return;
+        }
+        start_connection(pool);
+    }
+}
+
+/* The one way out for a connection: log why, fail its query, free it. */
+static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *reason)
+{
+    pool_t *pool = conn->pool;
+    pool_query_t *q = conn->query;
+    enum pool_conn_state was = conn->state;
+
+    if (err == POOL_ERR_SHUTDOWN || reason == NULL)
+        conn_log(debug, conn, "closed: %s", reason != NULL ? reason : "idle timeout");
+    else
+        conn_log(warn, conn, "discarded: %s", reason);
+    conn->query = NULL;
+    pool_conn_set_state(conn, POOL_CONN_GONE);
+    pgconn_close(conn->pg);
+    free(conn);
+
+    if (q != NULL)
+        finish_query(q, NULL, err);
+    if (was == POOL_CONN_CONNECTING && err == POOL_ERR_UNAVAILABLE) {
+        /* The database cannot be reached: back off, and when no connection is
+         * left, fail the waiters now rather than let them hang (fast-fail). */
+        pool->last_connect_ok = 0;
+        pool->down_until_ns = metrics_now_ns() + pool->backoff_ms * 1000000;
+        pool->backoff_ms = pool->backoff_ms * 2 > 1000 ? 1000 : pool->backoff_ms * 2;
+        if (total(pool) == 0)
+            fail_all_waiting(pool, POOL_ERR_UNAVAILABLE);
+    }
+    grow(pool);
+}
+
+/* ---- pgconn callbacks -------------------------------------------------------------------- */
+
+static void on_pg_ready(pgconn_t *pg, void *data)
+{
+    pool_conn_t *conn = data;
+    conn->pool->stats.connects++;
+    conn->pool->last_connect_ok = 1;
+    conn->pool->backoff_ms = 50;
+    conn->pool->down_until_ns = 0;
+    conn_log(debug, conn, "%s", "connected");
+    conn_next(conn);
+}
+
+static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
+{
+    pool_conn_t *conn = data;
+    pool_t *pool = conn->pool;
+    pool_query_t *q = conn->query;
+
+    h2o_timeout_unlink(&conn->query_entry);
+    histogram_observe(&pool->stats.query[conn->statement],
+                      (metrics_now_ns() - conn->sent_ns) / 1e9);
+    conn->query = NULL;
+    if (q != NULL)
+        finish_query(q, res, POOL_OK);
+    /* The callback may not free the connection; it is still busy and ours. */
+    conn_next(conn);
+}
+
+static void on_pg_failed(pgconn_t *pg, const char *why, void *data)
+{
+    pool_conn_t *conn = data;
+    conn->pool->stats.connection_errors++;
+    conn_discard(conn, POOL_ERR_UNAVAILABLE, why);
+}
+
+/* ---- timers ------------------------------------------------------------------------------ */
+
+static void on_idle_timeout(h2o_timeout_entry_t *entry)
+{
+    pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, idle_entry, entry);
+    conn_discard(conn, POOL_OK, NULL);
+}
+
+static void on_query_timeout(h2o_timeout_entry_t *entry)
+{
+    pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, query_entry, entry);
+    /* libpq 15 has no non-blocking cancel; the server-side statement_timeout
+     * stops the statement, and the connection is replaced, never half-read. */
+    conn->pool->stats.query_timeouts++;
+    conn_discard(conn, POOL_ERR_QUERY_TIMEOUT, "query deadline passed");
+}
+
+static void on_acquire_timeout(h2o_timeout_entry_t *entry)
+{
+    pool_query_t *q = H2O_STRUCT_FROM_MEMBER(pool_query_t, acquire_entry, entry);
+    pool_t *pool = q->pool;
+
+    list_remove(&pool->waiting, &q->link);
+    pool->stats.acquire_timeouts++;
+    finish_query(q, NULL, POOL_ERR_ACQUIRE_TIMEOUT);
+}
+
+static void on_retry(h2o_timeout_entry_t *entry)
+{
+    pool_t *pool = H2O_STRUCT_FROM_MEMBER(pool_t, retry_entry, entry);
+    grow(pool);
+}
+
+/* ---- public ------------------------------------------------------------------------------ */
+
+/* Resolves a host name once, at start-up, and passes it as hostaddr, so that
+ * libpq never calls getaddrinfo() on the loop. */
+static int resolve_host(pool_t *pool, PQconninfoOption *opts, size_t *n, char *err, size_t errlen)
+{
+    const char *host = NULL, *hostaddr = NULL;
+    static char resolved[INET6_ADDRSTRLEN];
+
+    for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
+        if (strcmp(o->keyword, "host") == 0)
+            host = o->val;
+        else if (strcmp(o->keyword, "hostaddr") == 0)
+            hostaddr = o->val;
+    }
+    if (host == NULL || host[0] == '\0' || host[0] == '/' || hostaddr != NULL ||
+        strchr(host, ',') != NULL)
+        return 0;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot resolve database host '%s': %s", host, gai_strerror(rc));
+        return -1;
+    }
+    /* Prefer IPv4 for loopback names such as "localhost", like node-postgres on most systems. */
+    struct addrinfo *pick = res;
+    for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next)
+        if (ai->ai_family == AF_INET) {
+            pick = ai;
+            break;
+        }
+    getnameinfo(pick->ai_addr, pick->ai_addrlen, resolved, sizeof(resolved), NULL, 0,
+                NI_NUMERICHOST);
+    freeaddrinfo(res);
+    pool->keywords[*n] = "hostaddr";
+    pool->values[*n] = resolved;
+    ++*n;
+    return 0;
+}
+
+int pool_init(pool_t *pool, h2o_loop_t *loop, const char *db_url,
+              const pool_statement_t *statements, size_t nstatements, char *err, size_t errlen)
+{
+    char *parse_err = NULL;
+    size_t n = 0;
+
+    memset(pool, 0, sizeof(*pool));
+    pool->loop = loop;
+    pool->statements = statements;
+    pool->nstatements = nstatements;
+    pool->max = config.pool_max;
+    pool->queue_max = config.pool_queue_max;
+    pool->prepared = config.prepared;
+    pool->backoff_ms = 50;
+    assert(nstatements <= sizeof(pool->stats.query) / sizeof(pool->stats.query[0]));
+
+    PQconninfoOption *opts = PQconninfoParse(db_url, &parse_err);
+    if (opts == NULL) {
+        snprintf(err, errlen, "DB_URL is not a valid connection string: %s",
+                 parse_err != NULL ? parse_err : "out of memory");
+        PQfreemem(parse_err);
+        return -1;
+    }
+    /* Defaults the URL may override, since it comes after them: no SSL or GSS
+     * negotiation (node-postgres does none by default, and each costs a round
+     * trip), UTF-8, and a name that shows in pg_stat_activity. */
+    pool->keywords[n] = "sslmode", pool->values[n++] = "disable";
+    pool->keywords[n] = "gssencmode", pool->values[n++] = "disable";
+    pool->keywords[n] = "client_encoding", pool->values[n++] = "UTF8";
+    pool->keywords[n] = "application_name", pool->values[n++] = "notesd";
+    int rc = resolve_host(pool, opts, &n, err, errlen);
+    PQconninfoFree(opts);
+    if (rc != 0)
+        return -1;
+    pool->keywords[n] = "dbname", pool->values[n++] = db_url;
+    pool->keywords[n] = NULL, pool->values[n] = NULL;
+
+    /* Set-up SQL, one round trip per new connection. */
+    size_t cap = 256;
+    for (size_t i = 0; i < nstatements; i++)
+        cap += strlen(statements[i].sql) + strlen(statements[i].name) + 32;
+    pool->setup_sql = calloc(1, cap);
+    if (pool->setup_sql == NULL)
+        abort();
+    if (config.query_timeout_ms > 0)
+        snprintf(pool->setup_sql, cap, "set statement_timeout = %d;", config.query_timeout_ms);
+    if (pool->prepared)
+        for (size_t i = 0; i < nstatements; i++)
+            snprintf(pool->setup_sql + strlen(pool->setup_sql), cap - strlen(pool->setup_sql),
+                     "prepare %s as %s;", statements[i].name, statements[i].sql);
+    if (pool->setup_sql[0] == '\0') {
+        free(pool->setup_sql);
+        pool->setup_sql = NULL;
+    }
+
+    list_init(&pool->connecting);
+    list_init(&pool->idle);
+    list_init(&pool->busy);
+    list_init(&pool->waiting);
+    h2o_timeout_init(loop, &pool->idle_timeout, config.pool_idle_timeout_ms);
+    h2o_timeout_init(loop, &pool->acquire_timeout, config.pool_acquire_timeout_ms);
+    h2o_timeout_init(loop, &pool->query_timeout, config.query_timeout_ms);
+    h2o_timeout_init(loop, &pool->retry_timeout, 100);
+    h2o_timeout_init(loop, &pool->defer_timeout, 0);
+    pool->has_acquire_timeout = config.pool_acquire_timeout_ms > 0;
+    pool->has_query_timeout = config.query_timeout_ms > 0;
+    pool->retry_entry.cb = on_retry;
+
+    histogram_init(&pool->stats.acquire, metrics_fine_bounds, metrics_fine_nbounds);
+    for (size_t i = 0; i < nstatements; i++)
+        histogram_init(&pool->stats.query[i], metrics_fine_bounds, metrics_fine_nbounds);
+    return 0;
+}
+
+enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
+{
+    assert(q->statement >= 0 && (size_t)q->statement < pool->nstatements);
+    q->pool = pool;
+    q->conn = NULL;
+    q->enqueued_ns = metrics_now_ns();
+
+    if (pool->shutting_down) {
+        pool->stats.rejected++;
+        return POOL_DOWN;
+    }
+    if (pool->idle.len > 0) {
+        pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next);
+        conn_run(conn, q);
+        /* conn_run may have failed the query already (broken idle connection);
+         * that callback counts as the one promised. */
+        return POOL_ADMITTED;
+    }
+    /* No live connection and the last connect failed recently: answer now. */
+    if (pool->busy.len == 0 && pool->connecting.len == 0 &&
+        metrics_now_ns() < pool->down_until_ns) {
+        pool->stats.rejected++;
+        return POOL_DOWN;
+    }
+    if (pool->queue_max > 0 && pool->waiting.len >= (size_t)pool->queue_max) {
+        pool->stats.rejected++;
+        return POOL_QUEUE_FULL;
+    }
+    q->state = POOL_QUERY_WAITING;
+    list_push_back(&pool->waiting, &q->link);
+    if (pool->has_acquire_timeout) {
+        q->acquire_entry.cb = on_acquire_timeout;
+        h2o_timeout_link(pool->loop, &pool->acquire_timeout, &q->acquire_entry);
+    }
+    grow(pool);
+    return POOL_ADMITTED;
+}
+
+void pool_query_cancel(pool_t *pool, pool_query_t *q)
+{
+    switch (q->state) {
+    case POOL_QUERY_WAITING:
+        list_remove(&pool->waiting, &q->link);
+        h2o_timeout_unlink(&q->acquire_entry);
+        break;
+    case POOL_QUERY_RUNNING:
+        /* The connection stays busy until the result comes, then drops it. */
+        q->conn->query = NULL;
+        break;
+    default:
+        break;
+    }
+    q->state = POOL_QUERY_DONE;
+    q->conn = NULL;
+}
+
+int pool_has_live_connection(pool_t *pool)
+{
+    return pool->idle.len + pool->busy.len > 0;
+}
+
+void pool_shutdown(pool_t *pool)
+{
+    pool->shutting_down = 1;
+    fail_all_waiting(pool, POOL_ERR_SHUTDOWN);
+    while (pool->idle.len > 0)
+        conn_discard(H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next),
+                     POOL_ERR_SHUTDOWN, "shutting down");
+    while (pool->connecting.len > 0)
+        conn_discard(H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->connecting.head.next),
+                     POOL_ERR_SHUTDOWN, "shutting down");
+}
+
+int pool_is_empty(pool_t *pool)
+{
+    return total(pool) == 0;
+}
+
+void pool_dispose(pool_t *pool)
+{
+    assert(pool_is_empty(pool) && pool->waiting.len == 0);
+    h2o_timeout_unlink(&pool->retry_entry);
+    h2o_timeout_dispose(pool->loop, &pool->idle_timeout);
+    h2o_timeout_dispose(pool->loop, &pool->acquire_timeout);
+    h2o_timeout_dispose(pool->loop, &pool->query_timeout);
+    h2o_timeout_dispose(pool->loop, &pool->retry_timeout);
+    h2o_timeout_dispose(pool->loop, &pool->defer_timeout);
+    free(pool->setup_sql);
+}

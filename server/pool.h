@@ -1,0 +1,143 @@
+/*
+ * pool.h - a pool of database connections with the semantics of node-postgres's pg.Pool.
+ *
+ * At most `max` connections, opened on demand and closed after an idle period;
+ * requests that find no idle connection wait in a FIFO queue. Every connection
+ * is on exactly one list (connecting, idle, busy), so total, idle and waiting
+ * are list lengths at any moment. A connection that breaks is discarded and the
+ * request on it gets an error; the pool opens a replacement when work waits.
+ *
+ * One pool per event loop; nothing here is thread-safe.
+ */
+#ifndef NOTESD_POOL_H
+#define NOTESD_POOL_H
+
+#include <h2o.h>
+#include <libpq-fe.h>
+#include "metrics.h"
+
+#define NOTESD_MUSTCHECK __attribute__((warn_unused_result))
+
+/* A statement the pool can run; `name` is also the metrics label. */
+typedef struct pool_statement {
+    const char *name;
+    const char *sql;
+    int nparams;
+} pool_statement_t;
+
+/* Why a query failed, so the handler can pick the status code. */
+enum pool_error {
+    POOL_OK = 0,
+    POOL_ERR_UNAVAILABLE,     /* connection broke or could not be opened: 503 */
+    POOL_ERR_ACQUIRE_TIMEOUT, /* waited longer than the acquire timeout: 503 */
+    POOL_ERR_QUERY_TIMEOUT,   /* ran longer than the query deadline: 504 */
+    POOL_ERR_SHUTDOWN,        /* the server is stopping: 503 */
+};
+
+typedef struct pool_query pool_query_t;
+
+/* Called exactly once per accepted query. On success `res` is the command's
+ * result, which may itself be an error result (PQresultStatus); on failure
+ * `res` is NULL and `err` says why. Ownership: the pool PQclears `res` after
+ * the callback returns, and never touches `q` again. */
+typedef void (*pool_query_cb)(pool_query_t *q, PGresult *res, enum pool_error err);
+
+enum pool_query_state {
+    POOL_QUERY_NEW,
+    POOL_QUERY_WAITING, /* on pool->waiting */
+    POOL_QUERY_RUNNING, /* sent on conn */
+    POOL_QUERY_DONE,    /* callback called, or cancelled */
+};
+
+/* One query. Ownership: the caller's memory (usually part of a request's
+ * context); the pool uses it from pool_query until the callback has returned
+ * or pool_query_cancel has been called. `params` must stay valid until then. */
+struct pool_query {
+    int statement;         /* index into the pool's statement table */
+    const char *params[4]; /* text parameters */
+    pool_query_cb cb;
+    void *data; /* for the caller */
+    /* private to the pool */
+    enum pool_query_state state;
+    h2o_linklist_t link;               /* in pool->waiting */
+    h2o_timeout_entry_t acquire_entry; /* acquire deadline while waiting */
+    struct pool *pool;                 /* while waiting or running */
+    struct pool_conn *conn;            /* while running */
+    uint64_t enqueued_ns;
+};
+
+/* A list with its length: the pool's state lists. */
+typedef struct pool_list {
+    h2o_linklist_t head;
+    size_t len;
+} pool_list_t;
+
+enum pool_admit {
+    POOL_ADMITTED = 0, /* the callback will come */
+    POOL_QUEUE_FULL,   /* too many waiting already; no callback */
+    POOL_DOWN,         /* the database is unreachable right now; no callback */
+};
+
+/* Cumulative figures; they only ever increase. */
+typedef struct pool_stats {
+    uint64_t connects;          /* connections opened successfully */
+    uint64_t connection_errors; /* connects that failed, and connections that broke */
+    uint64_t rejected;          /* POOL_QUEUE_FULL and POOL_DOWN answers */
+    uint64_t acquire_timeouts;
+    uint64_t query_timeouts;
+    histogram_t acquire;  /* seconds from enqueue to connection handed over */
+    histogram_t query[8]; /* seconds from send to result, per statement */
+} pool_stats_t;
+
+typedef struct pool {
+    h2o_loop_t *loop;
+    const pool_statement_t *statements;
+    size_t nstatements;
+    int max, queue_max, prepared;
+    const char *keywords[12], *values[12]; /* connection parameters for libpq */
+    char *setup_sql;                       /* SET/PREPARE run on each new connection */
+
+    pool_list_t connecting, idle, busy; /* pool_conn_t, by state */
+    pool_list_t waiting;                /* pool_query_t, FIFO */
+
+    h2o_timeout_t idle_timeout, acquire_timeout, query_timeout, retry_timeout, defer_timeout;
+    h2o_timeout_entry_t retry_entry; /* opens a connection again after a back-off */
+    int has_acquire_timeout, has_query_timeout;
+    uint64_t down_until_ns; /* fail fast until then, after a failed connect */
+    uint64_t backoff_ms;    /* next backoff after a failed connect */
+    unsigned next_conn_id;
+    int last_connect_ok; /* for /readyz */
+    int shutting_down;
+    pool_stats_t stats;
+} pool_t;
+
+/* Sets up the pool; opens no connection yet (node-postgres connects lazily).
+ * Returns 0, or -1 with a message in `err` if db_url cannot be parsed or its
+ * host name cannot be resolved (this is the only blocking DNS lookup, at
+ * start-up, so the loop never waits on one). */
+NOTESD_MUSTCHECK int pool_init(pool_t *pool, h2o_loop_t *loop, const char *db_url,
+                               const pool_statement_t *statements, size_t nstatements, char *err,
+                               size_t errlen);
+
+/* Runs statement q->statement with q->params; see enum pool_admit. */
+NOTESD_MUSTCHECK enum pool_admit pool_query(pool_t *pool, pool_query_t *q);
+
+/* Takes back a query whose requester went away: a waiting query leaves the
+ * queue; a running one is detached and its result dropped when it comes. No
+ * callback follows. Does nothing for a query that is done. */
+void pool_query_cancel(pool_t *pool, pool_query_t *q);
+
+/* 1 if at least one connection is open (idle or busy). */
+int pool_has_live_connection(pool_t *pool);
+
+/* Fails every waiting query with POOL_ERR_SHUTDOWN and closes idle
+ * connections; busy ones finish their query and are closed then. */
+void pool_shutdown(pool_t *pool);
+
+/* 1 once no connection is left (after pool_shutdown). */
+int pool_is_empty(pool_t *pool);
+
+/* Frees the timers; the pool must be empty. */
+void pool_dispose(pool_t *pool);
+
+#endif

@@ -1,0 +1,234 @@
+/*
+ * validate.c - id, query-string and JSON-body checks (see validate.h).
+ *
+ * Deliberately stricter than the reference app where the reference would fail
+ * later, inside PostgreSQL: a NUL byte or invalid UTF-8 can never be stored in
+ * a text column, so it is refused here, before a connection is used.
+ */
+#include <string.h>
+#include <cJSON.h>
+#include "validate.h"
+
+int validate_note_id(const char *s, size_t len, char canon[21], const char **err)
+{
+    size_t i = 0;
+
+    if (len == 0) {
+        *err = "id must be a positive integer";
+        return -1;
+    }
+    for (size_t j = 0; j < len; j++) {
+        if (s[j] < '0' || s[j] > '9') {
+            *err = "id must be a positive integer";
+            return -1;
+        }
+    }
+    while (i < len - 1 && s[i] == '0')
+        i++;
+    size_t digits = len - i;
+    /* 9223372036854775807 has 19 digits; compare as text to avoid overflow. */
+    if (digits > 19 || (digits == 19 && memcmp(s + i, "9223372036854775807", 19) > 0)) {
+        *err = "id is out of range for a bigint";
+        return -1;
+    }
+    if (digits == 1 && s[i] == '0') {
+        *err = "id must be a positive integer";
+        return -1;
+    }
+    memcpy(canon, s + i, digits);
+    canon[digits] = '\0';
+    return 0;
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Decodes one query-string component into out; returns the decoded length. */
+static size_t decode_component(const char *s, size_t len, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        int hi, lo;
+        if (s[i] == '+') {
+            out[o++] = ' ';
+        } else if (s[i] == '%' && i + 2 < len && (hi = hex_value(s[i + 1])) >= 0 &&
+                   (lo = hex_value(s[i + 2])) >= 0) {
+            out[o++] = (char)(hi << 4 | lo);
+            i += 2;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    return o;
+}
+
+int validate_utf8(const char *str, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+
+    while (i < len) {
+        unsigned c = s[i];
+        if (c == 0)
+            return 0;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        unsigned min;
+        if ((c & 0xe0) == 0xc0) {
+            n = 1, min = 0x80, c &= 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            n = 2, min = 0x800, c &= 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            n = 3, min = 0x10000, c &= 0x07;
+        } else {
+            return 0;
+        }
+        if (i + n >= len)
+            return 0;
+        for (size_t k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return 0;
+            c = c << 6 | (s[i + k] & 0x3f);
+        }
+        /* overlong forms, UTF-16 surrogates and code points past U+10FFFF */
+        if (c < min || (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+            return 0;
+        i += n + 1;
+    }
+    return 1;
+}
+
+int validate_tag_query(const char *query, size_t len, char *out, size_t *out_len, const char **err)
+{
+    int found = 0;
+    size_t pos = 0;
+
+    while (pos <= len) {
+        const char *part = query + pos;
+        const char *amp = memchr(part, '&', len - pos);
+        size_t part_len = amp != NULL ? (size_t)(amp - part) : len - pos;
+        const char *eq = memchr(part, '=', part_len);
+        size_t key_len = eq != NULL ? (size_t)(eq - part) : part_len;
+        char key[8];
+
+        /* Only keys that decode to exactly "tag" matter; longer raw keys cannot. */
+        if (key_len >= 3 && key_len <= 3 * 3 && decode_component(part, key_len, key) == 3 &&
+            memcmp(key, "tag", 3) == 0) {
+            if (found) {
+                *err = "query parameter 'tag' is given more than once";
+                return -1;
+            }
+            found = 1;
+            if (eq != NULL) {
+                *out_len = decode_component(eq + 1, part_len - key_len - 1, out);
+            } else {
+                *out_len = 0;
+            }
+            out[*out_len] = '\0';
+        }
+        if (amp == NULL)
+            break;
+        pos += part_len + 1;
+    }
+    if (!found) {
+        *err = "query parameter 'tag' is required";
+        return -1;
+    }
+    if (!validate_utf8(out, *out_len)) {
+        *err = "query parameter 'tag' must be UTF-8 text without NUL bytes";
+        return -1;
+    }
+    return 0;
+}
+
+/* Looks inside the JSON strings of a body for what JSON.parse refuses but cJSON
+ * lets through: raw control characters. Also finds the escape \u0000, which
+ * cJSON would decode to a NUL byte that silently cuts the C string short.
+ * Returns NULL when the text is fine, or the reason for a 400. */
+static const char *prescan_json_strings(const char *s, size_t len)
+{
+    int in_string = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!in_string) {
+            if (c == '"')
+                in_string = 1;
+            continue;
+        }
+        if (c == '"') {
+            in_string = 0;
+        } else if (c < 0x20) {
+            return "request body is not valid JSON (control character in a string)";
+        } else if (c == '\\' && i + 1 < len) {
+            if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0)
+                return "strings must not contain NUL (\\u0000)";
+            i++; /* skip the escaped character, so \\" does not end the string */
+        }
+    }
+    return NULL;
+}
+
+static const char *string_field(cJSON *obj, const char *name, const char **err, const char *missing,
+                                const char *wrong)
+{
+    cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (item == NULL || cJSON_IsNull(item)) {
+        *err = missing;
+        return NULL;
+    }
+    if (!cJSON_IsString(item)) {
+        *err = wrong;
+        return NULL;
+    }
+    return item->valuestring;
+}
+
+int validate_note_body(const char *body, size_t len, note_input_t *in, const char **err)
+{
+    memset(in, 0, sizeof(*in));
+    if (body == NULL || len == 0) {
+        *err = "request body must be a JSON object";
+        return -1;
+    }
+    if (!validate_utf8(body, len)) {
+        *err = "request body must be UTF-8 without NUL bytes";
+        return -1;
+    }
+    if ((*err = prescan_json_strings(body, len)) != NULL)
+        return -1;
+    cJSON *json = cJSON_ParseWithLengthOpts(body, len, NULL, 0);
+    if (json == NULL) {
+        *err = "request body is not valid JSON";
+        return -1;
+    }
+    if (!cJSON_IsObject(json)) {
+        *err = "request body must be a JSON object";
+        goto Error;
+    }
+    if ((in->title = string_field(json, "title", err, "field 'title' is required",
+                                  "field 'title' must be a string")) == NULL ||
+        (in->body = string_field(json, "body", err, "field 'body' is required",
+                                 "field 'body' must be a string")) == NULL ||
+        (in->tag = string_field(json, "tag", err, "field 'tag' is required",
+                                "field 'tag' must be a string")) == NULL)
+        goto Error;
+    in->json = json;
+    return 0;
+
+Error:
+    cJSON_Delete(json);
+    memset(in, 0, sizeof(*in));
+    return -1;
+}

@@ -1,0 +1,47 @@
+/*
+ * validate.h - checks client input before anything reaches the database.
+ *
+ * Pure functions with no I/O, so unit tests and fuzzers can call them directly.
+ * Each returns 0 when the input is acceptable, or -1 and sets *err to a static
+ * message suitable for a 400 body. Where the reference Express app would crash
+ * or answer 500, these turn the input into a 4xx with a reason.
+ */
+#ifndef NOTESD_VALIDATE_H
+#define NOTESD_VALIDATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NOTESD_MUSTCHECK __attribute__((warn_unused_result))
+
+/* Parses a note id: ASCII digits only (no sign, space, hex or empty), value in
+ * 1..9223372036854775807 (a positive PostgreSQL bigint). Leading zeros are
+ * accepted, since PostgreSQL reads "007" as 7; `canon` receives the canonical
+ * decimal text, NUL-terminated (at most 20 bytes + NUL). */
+NOTESD_MUSTCHECK int validate_note_id(const char *s, size_t len, char canon[21], const char **err);
+
+/* Finds the `tag` parameter in a raw query string (the part after '?') and
+ * decodes it as Node's querystring does: '+' is a space, valid %XX escapes
+ * are decoded, invalid ones stay as they are. `out` must hold `len + 1` bytes;
+ * *out_len gets the decoded length and out is NUL-terminated. A missing or
+ * repeated tag, a NUL byte or invalid UTF-8 is an error. */
+NOTESD_MUSTCHECK int validate_tag_query(const char *query, size_t len, char *out, size_t *out_len,
+                                        const char **err);
+
+/* Returns 1 when `s` is valid UTF-8 without NUL bytes, 0 otherwise. */
+int validate_utf8(const char *s, size_t len);
+
+/* The fields of a POST or PUT body. The strings point into `json`, which the
+ * caller frees with cJSON_Delete after it is done with them. */
+typedef struct note_input {
+    struct cJSON *json;
+    const char *title, *body, *tag;
+} note_input_t;
+
+/* Parses a request body as JSON {"title": string, "body": string, "tag": string}.
+ * Other fields are ignored, as the reference app ignores them. On success the
+ * caller owns in->json; on failure nothing is left to free. */
+NOTESD_MUSTCHECK int validate_note_body(const char *body, size_t len, note_input_t *in,
+                                        const char **err);
+
+#endif

@@ -208,7 +208,16 @@ int validate_note_body(const char *body, size_t len, note_input_t *in, const cha
     }
     if ((*err = prescan_json_strings(body, len)) != NULL)
         return -1;
-    cJSON *json = cJSON_ParseWithLengthOpts(body, len, NULL, 0);
+    const char *end = NULL;
+    cJSON *json = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    /* cJSON stops after the first value; JSON.parse allows only whitespace after it. */
+    while (json != NULL && end < body + len &&
+           (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+        end++;
+    if (json != NULL && end != body + len) {
+        cJSON_Delete(json);
+        json = NULL;
+    }
     if (json == NULL) {
         *err = "request body is not valid JSON";
         return -1;

@@ -1,0 +1,204 @@
+"""Shared pieces of the integration tests: a database per suite, the real
+notesd binary on free ports, HTTP helpers, and the reference renderings the
+responses are compared against.
+
+The expected bytes are computed here independently of the server: rows are
+read with psycopg2, the timestamp comes from PostgreSQL as epoch microseconds
+and is truncated to milliseconds as node-postgres does, and the JSON is
+Python's json.dumps with JSON.stringify's separators (the two agree on every
+escape for UTF-8 text).
+"""
+import datetime
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import unittest
+
+import psycopg2
+
+REPO = os.environ.get("NOTESD_REPO") or os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("NOTESD_BIN") or os.path.join(REPO, "build", "notesd")
+TAGS = ["js", "ts", "node", "bun", "deno", "postgres", "http", "perf"]
+SEED_BODY = "Seeded note body for the JS test. " * 4
+SANITIZED = os.environ.get("NOTESD_SANITIZED", "0") not in ("", "0", "OFF", "FALSE")
+
+
+def pg_state():
+    with open(os.environ["NOTESD_PGSTATE"]) as f:
+        return json.load(f)
+
+
+def admin_dsn(dbname="postgres"):
+    st = pg_state()
+    return f"host={st['host']} port={st['port']} user=postgres dbname={dbname}"
+
+
+def create_database(name):
+    """Copies notes_template into a fresh database `name`; returns its URI."""
+    conn = psycopg2.connect(admin_dsn())
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(f'drop database if exists "{name}" with (force)')
+        cur.execute(f'create database "{name}" template notes_template')
+    conn.close()
+    st = pg_state()
+    return f"postgresql://postgres@{st['host']}:{st['port']}/{name}"
+
+
+def db_connect(name):
+    conn = psycopg2.connect(admin_dsn(name))
+    conn.autocommit = True
+    return conn
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def poll(predicate, timeout=15.0, what="condition"):
+    """Polls `predicate` until it returns a true value or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+class Notesd:
+    """The real binary, started on free ports; `stop()` returns its exit code."""
+
+    def __init__(self, db_url, args=(), env=None):
+        self.port = free_port()
+        self.metrics_port = free_port()
+        full_env = {k: v for k, v in os.environ.items()
+                    if k not in ("PORT", "HOST", "POOL_MAX", "METRICS_PORT", "PREPARED")}
+        full_env.update({"DB_URL": db_url, "PORT": str(self.port), "HOST": "127.0.0.1",
+                         "METRICS_PORT": str(self.metrics_port), "METRICS_HOST": "127.0.0.1",
+                         "LOG_LEVEL": "warn"})
+        # h2o's per-thread recycling caches are freed by the OS at exit, not by
+        # the library; LeakSanitizer would report them on every run.
+        full_env.setdefault("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")
+        full_env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        full_env.update(env or {})
+        self.proc = subprocess.Popen([BIN, *args], env=full_env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        poll(self._ready, what="notesd to answer /status")
+
+    def _ready(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"notesd exited with {self.proc.returncode}: {self.proc.stdout.read()}")
+        try:
+            return request(self.port, "GET", "/status")[0] == 200
+        except OSError:
+            return False
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+        self.output = self.proc.stdout.read()
+        return self.proc.returncode
+
+    def metrics(self):
+        status, _, body = request(self.metrics_port, "GET", "/metrics")
+        assert status == 200, status
+        return body.decode()
+
+
+def request(port, method, path, body=None, headers=None, conn=None):
+    """One HTTP/1.1 request; returns (status, {lower-case header: value}, body bytes)."""
+    own = conn is None
+    if own:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+            headers = {"Content-Type": "application/json", **(headers or {})}
+        conn.request(method, path, body=body, headers=headers or {})
+        res = conn.getresponse()
+        data = res.read()
+        return res.status, {k.lower(): v for k, v in res.getheaders()}, data
+    finally:
+        if own:
+            conn.close()
+
+
+def raw_request(port, data, timeout=10):
+    """Sends raw bytes; returns everything read until the server closes or a
+    full response with Content-Length has arrived."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        buf = b""
+        while True:
+            head, sep, rest = buf.partition(b"\r\n\r\n")
+            if sep:
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    k, _, v = line.partition(b":")
+                    if k.strip().lower() == b"content-length":
+                        length = int(v)
+                if len(rest) >= length:
+                    return buf
+            chunk = s.recv(65536)
+            if not chunk:
+                return buf
+            buf += chunk
+
+
+def iso_from_epoch_us(us):
+    """Date.toISOString() of a timestamp given in microseconds (truncated to ms)."""
+    ms = us // 1000
+    dt = datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+ROW_SQL = ("select id::text, title, body, tag, "
+           "(extract(epoch from created_at) * 1000000)::bigint from notes")
+
+
+def note_obj(row):
+    return {"id": row[0], "title": row[1], "body": row[2], "tag": row[3],
+            "created_at": iso_from_epoch_us(row[4])}
+
+
+def js_json(value):
+    """JSON.stringify(value): no spaces, UTF-8 kept, the same escapes."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def expected_note(db, note_id):
+    with db.cursor() as cur:
+        cur.execute(ROW_SQL + " where id = %s", (note_id,))
+        row = cur.fetchone()
+    return None if row is None else js_json(note_obj(row))
+
+
+def expected_list(db, tag):
+    with db.cursor() as cur:
+        cur.execute(ROW_SQL + " where tag = %s order by notes.id desc limit 20", (tag,))
+        return js_json([note_obj(r) for r in cur.fetchall()])
+
+
+def count_rows(db):
+    with db.cursor() as cur:
+        cur.execute("select count(*), coalesce(max(id), 0) from notes")
+        return cur.fetchone()
+
+
+def main():
+    unittest.main(verbosity=2)

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Every route of the notes API and the other seed workloads, answered as the
+reference Express app answers: status, headers and exact bytes."""
+import datetime
+import http.client
+import json
+import os
+import re
+import shutil
+import tempfile
+import unittest
+
+from notes_testlib import (TAGS, SEED_BODY, Notesd, count_rows, create_database, db_connect,
+                           expected_list, expected_note, js_json, main, request)
+
+JSON_CT = "application/json; charset=utf-8"
+
+
+class NotesApiTest(unittest.TestCase):
+    prepared = False
+
+    @classmethod
+    def setUpClass(cls):
+        name = "api_prepared" if cls.prepared else "api"
+        cls.db_url = create_database(name)
+        cls.db = db_connect(name)
+        cls.static_dir = tempfile.mkdtemp(prefix="notesd-static-")
+        with open(os.path.join(cls.static_dir, "app.min.js"), "w") as f:
+            f.write("var a=1;" * 1000)
+        os.mkdir(os.path.join(cls.static_dir, "sub"))
+        with open(os.path.join(cls.static_dir, "sub", "b.css"), "w") as f:
+            f.write("body{}")
+        cls.outside = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)
+        cls.outside.write("secret")
+        cls.outside.close()
+        os.symlink(cls.outside.name, os.path.join(cls.static_dir, "link.txt"))
+        args = ["--prepared"] if cls.prepared else []
+        cls.server = Notesd(cls.db_url, args, env={"STATIC_DIR": cls.static_dir})
+        cls.port = cls.server.port
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.server.stop()
+        cls.db.close()
+        shutil.rmtree(cls.static_dir, ignore_errors=True)
+        os.unlink(cls.outside.name)
+        assert code == 0, f"notesd exited with {code}: {cls.server.output}"
+
+    def get(self, path, **kw):
+        return request(self.port, "GET", path, **kw)
+
+    def assert_json(self, res, status, body):
+        self.assertEqual(res[0], status, res[2])
+        self.assertEqual(res[1]["content-type"], JSON_CT)
+        self.assertEqual(res[1]["content-length"], str(len(res[2])))
+        self.assertEqual(res[2], body)
+
+    # GET /notes/:id
+
+    def test_get_note_returns_the_row_as_express_renders_it(self):
+        for note_id in (1, 2, 8, 123456, 200000):
+            with self.subTest(id=note_id):
+                res = self.get(f"/notes/{note_id}")
+                self.assert_json(res, 200, expected_note(self.db, note_id))
+                obj = json.loads(res[2])
+                self.assertEqual(list(obj), ["id", "title", "body", "tag", "created_at"])
+                self.assertIsInstance(obj["id"], str)
+                self.assertRegex(obj["created_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+    def test_get_note_accepts_leading_zeros_and_percent_encoding(self):
+        self.assert_json(self.get("/notes/007"), 200, expected_note(self.db, 7))
+        self.assert_json(self.get("/notes/%31%32"), 200, expected_note(self.db, 12))
+
+    def test_get_missing_note_is_express_send_status_404(self):
+        status, headers, body = self.get("/notes/999999999")
+        self.assertEqual((status, body), (404, b"Not Found"))
+        self.assertEqual(headers["content-type"], "text/plain; charset=utf-8")
+
+    def test_head_sends_headers_only(self):
+        get = self.get("/notes/5")
+        status, headers, body = request(self.port, "HEAD", "/notes/5")
+        self.assertEqual((status, body), (200, b""))
+        self.assertEqual(headers["content-length"], str(len(get[2])))
+
+    # GET /notes?tag=
+
+    def test_list_by_tag_is_newest_twenty(self):
+        for tag in TAGS:
+            with self.subTest(tag=tag):
+                res = self.get(f"/notes?tag={tag}")
+                self.assert_json(res, 200, expected_list(self.db, tag))
+                rows = json.loads(res[2])
+                self.assertEqual(len(rows), 20)
+                ids = [int(r["id"]) for r in rows]
+                self.assertEqual(ids, sorted(ids, reverse=True))
+                self.assertTrue(all(r["tag"] == tag for r in rows))
+
+    def test_list_unknown_tag_is_empty_array(self):
+        self.assert_json(self.get("/notes?tag=nosuchtag"), 200, b"[]")
+        self.assert_json(self.get("/notes?tag="), 200, b"[]")
+
+    def test_list_decodes_the_query_like_express(self):
+        expected = expected_list(self.db, "js")
+        self.assert_json(self.get("/notes?tag=%6A%73"), 200, expected)
+        self.assert_json(self.get("/notes?x=1&tag=js&y=2"), 200, expected)
+        self.assert_json(self.get("/notes/?tag=js"), 200, expected)
+        request(self.port, "POST", "/notes", body={"title": "t", "body": "b", "tag": "a b"})
+        self.assert_json(self.get("/notes?tag=a+b"), 200, expected_list(self.db, "a b"))
+        self.assert_json(self.get("/notes?tag=a%20b"), 200, expected_list(self.db, "a b"))
+
+    # POST /notes
+
+    def test_post_inserts_and_returns_the_row(self):
+        before = count_rows(self.db)
+        note = {"title": "Hello \"world\" \\ /", "body": "line1\nline2\ttab\u0001é€😀\u2028",
+                "tag": "js"}
+        status, headers, body = request(self.port, "POST", "/notes", body=note)
+        self.assertEqual(status, 201, body)
+        self.assertEqual(headers["content-type"], JSON_CT)
+        obj = json.loads(body)
+        self.assertEqual({k: obj[k] for k in ("title", "body", "tag")}, note)
+        self.assertEqual(body, expected_note(self.db, int(obj["id"])))
+        self.assertEqual(count_rows(self.db)[0], before[0] + 1)
+        created = datetime.datetime.strptime(obj["created_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
+        self.assertLess(abs((datetime.datetime.utcnow() - created).total_seconds()), 60)
+
+    def test_post_ignores_extra_fields(self):
+        status, _, body = request(self.port, "POST", "/notes",
+                                  body={"title": "t", "body": "b", "tag": "x", "id": 1, "z": [1]})
+        self.assertEqual(status, 201)
+        self.assertNotEqual(json.loads(body)["id"], "1")
+
+    def test_post_accepts_json_media_type_variants(self):
+        for ct in ("application/json", "application/json; charset=utf-8",
+                   "Application/JSON", "application/vnd.notes+json"):
+            with self.subTest(ct=ct):
+                status, _, body = request(self.port, "POST", "/notes",
+                                          body='{"title":"t","body":"b","tag":"ct"}',
+                                          headers={"Content-Type": ct})
+                self.assertEqual(status, 201, body)
+
+    # PUT /notes/:id
+
+    def test_put_updates_and_returns_the_row(self):
+        old = json.loads(self.get("/notes/42")[2])
+        note = {"title": "changed", "body": "new body", "tag": "perf"}
+        status, headers, body = request(self.port, "PUT", "/notes/42", body=note)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body, expected_note(self.db, 42))
+        obj = json.loads(body)
+        self.assertEqual((obj["title"], obj["body"], obj["tag"]), ("changed", "new body", "perf"))
+        self.assertEqual(obj["created_at"], old["created_at"])
+        self.assertEqual(self.get("/notes/42")[2], body)
+
+    def test_put_missing_id_returns_404(self):
+        before = count_rows(self.db)
+        status, headers, body = request(self.port, "PUT", "/notes/999999999",
+                                        body={"title": "a", "body": "b", "tag": "c"})
+        self.assertEqual((status, body), (404, b"Not Found"))
+        self.assertEqual(count_rows(self.db), before)
+
+    # the other seed workloads
+
+    def test_json_is_a_note_shaped_object(self):
+        ids = set()
+        for _ in range(50):
+            status, headers, body = self.get("/json")
+            self.assertEqual(status, 200)
+            self.assertEqual(headers["content-type"], JSON_CT)
+            obj = json.loads(body)
+            self.assertEqual(list(obj), ["id", "title", "body", "tag", "created_at"])
+            self.assertIsInstance(obj["id"], int)
+            self.assertTrue(1 <= obj["id"] <= 200000)
+            self.assertEqual(obj["tag"], TAGS[obj["id"] % 8])
+            self.assertEqual(obj["title"], f"Note {obj['id']} about {obj['tag']}")
+            self.assertEqual(obj["body"], SEED_BODY)
+            self.assertEqual(body, js_json(obj))
+            now = datetime.datetime.utcnow()
+            created = datetime.datetime.strptime(obj["created_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
+            self.assertLess(abs((now - created).total_seconds()), 5)
+            ids.add(obj["id"])
+        self.assertGreater(len(ids), 40, "ids should be random")
+
+    def test_hello_world(self):
+        status, headers, body = self.get("/")
+        self.assertEqual((status, body), (200, b"Hello World!"))
+        self.assertEqual(headers["content-type"], "text/html; charset=utf-8")
+
+    def test_status(self):
+        self.assert_json(self.get("/status"), 200, b'{"status":"ok"}')
+
+    def test_primes(self):
+        self.assert_json(self.get("/primes?below=100"), 200, b'{"below":100,"count":25}')
+        self.assert_json(self.get("/primes"), 200, b'{"below":100000,"count":9592}')
+        self.assert_json(self.get("/primes?below=2"), 200, b'{"below":2,"count":0}')
+
+    def test_static_serves_files_with_their_type(self):
+        status, headers, body = self.get("/static/app.min.js")
+        self.assertEqual(status, 200)
+        self.assertEqual(body, b"var a=1;" * 1000)
+        self.assertIn("javascript", headers["content-type"])
+        status, headers, body = self.get("/static/sub/b.css")
+        self.assertEqual((status, body), (200, b"body{}"))
+        self.assertIn("text/css", headers["content-type"])
+
+    def test_static_never_leaves_its_directory(self):
+        for path in ("/static/missing.js", "/static/link.txt", "/static/../CMakeLists.txt",
+                     "/static/%2e%2e/CMakeLists.txt", "/static/sub/..%2f..%2fCMakeLists.txt",
+                     "/static/sub%2f..%2f..%2fREADME.md", "/static/"):
+            with self.subTest(path=path):
+                status, _, body = self.get(path)
+                self.assertEqual(status, 404, body)
+                self.assertNotIn(b"secret", body)
+
+    def test_keep_alive_serves_many_requests_on_one_connection(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        for i in range(1, 21):
+            status, headers, body = request(self.port, "GET", f"/notes/{i}", conn=conn)
+            self.assertEqual(status, 200)
+            self.assertEqual(headers.get("connection"), "keep-alive")
+        conn.close()
+
+
+class PreparedNotesApiTest(NotesApiTest):
+    """The same bytes with --prepared (named statements per connection)."""
+    prepared = True
+
+
+if __name__ == "__main__":
+    main()

@@ -57,8 +57,6 @@ static const struct option_row options[] = {
      "largest ?below= that /primes accepts"},
     {"query-timeout-ms", "QUERY_TIMEOUT_MS", OPT_INT, FIELD(query_timeout_ms), "30000", 0, INT_MAX,
      "deadline of one query (504 after; also sets statement_timeout); 0 = none"},
-    {"server-timing", "SERVER_TIMING", OPT_BOOL, FIELD(server_timing), "0", 0, 0,
-     "add a Server-Timing header (db and total time) to API responses"},
     {"shutdown-timeout-ms", "SHUTDOWN_TIMEOUT_MS", OPT_INT, FIELD(shutdown_timeout_ms), "5000", 0,
      INT_MAX, "how long SIGTERM waits for in-flight requests"},
     {"static-dir", "STATIC_DIR", OPT_STRING, FIELD(static_dir), "static", 0, 0,

@@ -123,15 +123,17 @@ int main(int argc, char **argv)
     /* h2o writes with writev(), which raises SIGPIPE on a peer that went away. */
     signal(SIGPIPE, SIG_IGN);
 
+    /* Everything that can be wrong with the settings is found before any listener opens. */
+    if (pool_configure(&server.pool, config.db_url, notes_statement_table, notes_num_statements,
+                       err, sizeof(err)) != 0) {
+        fprintf(stderr, "notesd: %s\n", err);
+        return 2;
+    }
     http_configure();
     if (http_start() != 0)
         return 1;
     h2o_loop_t *loop = server.ctx.loop;
-    if (pool_init(&server.pool, loop, config.db_url, notes_statement_table, notes_num_statements,
-                  err, sizeof(err)) != 0) {
-        fprintf(stderr, "notesd: %s\n", err);
-        return 2;
-    }
+    pool_start(&server.pool, loop);
     lag_start(loop, config.lag_interval_ms);
     h2o_timeout_init(loop, &drain_timeout, 20);
     h2o_socket_t *signals = watch_signals(loop);

@@ -379,14 +379,13 @@ static int resolve_host(pool_t *pool, PQconninfoOption *opts, size_t *n, char *e
     return 0;
 }
 
-int pool_init(pool_t *pool, h2o_loop_t *loop, const char *db_url,
-              const pool_statement_t *statements, size_t nstatements, char *err, size_t errlen)
+int pool_configure(pool_t *pool, const char *db_url, const pool_statement_t *statements,
+                   size_t nstatements, char *err, size_t errlen)
 {
     char *parse_err = NULL;
     size_t n = 0;
 
     memset(pool, 0, sizeof(*pool));
-    pool->loop = loop;
     pool->statements = statements;
     pool->nstatements = nstatements;
     pool->max = config.pool_max;
@@ -438,19 +437,23 @@ int pool_init(pool_t *pool, h2o_loop_t *loop, const char *db_url,
     list_init(&pool->idle);
     list_init(&pool->busy);
     list_init(&pool->waiting);
-    h2o_timeout_init(loop, &pool->idle_timeout, config.pool_idle_timeout_ms);
-    h2o_timeout_init(loop, &pool->acquire_timeout, config.pool_acquire_timeout_ms);
-    h2o_timeout_init(loop, &pool->query_timeout, config.query_timeout_ms);
+    histogram_init(&pool->stats.acquire, metrics_fine_bounds, metrics_fine_nbounds);
+    for (size_t i = 0; i < nstatements; i++)
+        histogram_init(&pool->stats.query[i], metrics_fine_bounds, metrics_fine_nbounds);
+    return 0;
+}
+
+void pool_start(pool_t *pool, h2o_loop_t *loop)
+{
+    pool->loop = loop;
+    h2o_timeout_init(loop, &pool->idle_timeout, (uint64_t)config.pool_idle_timeout_ms);
+    h2o_timeout_init(loop, &pool->acquire_timeout, (uint64_t)config.pool_acquire_timeout_ms);
+    h2o_timeout_init(loop, &pool->query_timeout, (uint64_t)config.query_timeout_ms);
     h2o_timeout_init(loop, &pool->retry_timeout, 100);
     h2o_timeout_init(loop, &pool->defer_timeout, 0);
     pool->has_acquire_timeout = config.pool_acquire_timeout_ms > 0;
     pool->has_query_timeout = config.query_timeout_ms > 0;
     pool->retry_entry.cb = on_retry;
-
-    histogram_init(&pool->stats.acquire, metrics_fine_bounds, metrics_fine_nbounds);
-    for (size_t i = 0; i < nstatements; i++)
-        histogram_init(&pool->stats.query[i], metrics_fine_bounds, metrics_fine_nbounds);
-    return 0;
 }
 
 enum pool_admit pool_query(pool_t *pool, pool_query_t *q)

@@ -111,13 +111,17 @@ typedef struct pool {
     pool_stats_t stats;
 } pool_t;
 
-/* Sets up the pool; opens no connection yet (node-postgres connects lazily).
- * Returns 0, or -1 with a message in `err` if db_url cannot be parsed or its
- * host name cannot be resolved (this is the only blocking DNS lookup, at
- * start-up, so the loop never waits on one). */
-NOTESD_MUSTCHECK int pool_init(pool_t *pool, h2o_loop_t *loop, const char *db_url,
-                               const pool_statement_t *statements, size_t nstatements, char *err,
-                               size_t errlen);
+/* Reads the settings and db_url, and prepares the connection parameters; opens
+ * no connection (node-postgres connects lazily). Returns 0, or -1 with a message
+ * in `err` if db_url cannot be parsed or its host name cannot be resolved (the
+ * only blocking DNS lookup, done before the loop runs, so the loop never waits
+ * on one). */
+NOTESD_MUSTCHECK int pool_configure(pool_t *pool, const char *db_url,
+                                    const pool_statement_t *statements, size_t nstatements,
+                                    char *err, size_t errlen);
+
+/* Attaches the pool's timers to the loop; call once before the first query. */
+void pool_start(pool_t *pool, h2o_loop_t *loop);
 
 /* Runs statement q->statement with q->params; see enum pool_admit. */
 NOTESD_MUSTCHECK enum pool_admit pool_query(pool_t *pool, pool_query_t *q);

@@ -77,7 +77,8 @@ def poll(predicate, timeout=15.0, what="condition"):
 class Notesd:
     """The real binary, started on free ports; `stop()` returns its exit code."""
 
-    def __init__(self, db_url, args=(), env=None):
+    def __init__(self, db_url, args=(), env=None, port=None):
+        """`port`: where to poll for readiness when args choose the port."""
         self.port = free_port()
         self.metrics_port = free_port()
         full_env = {k: v for k, v in os.environ.items()
@@ -92,6 +93,8 @@ class Notesd:
         full_env.update(env or {})
         self.proc = subprocess.Popen([BIN, *args], env=full_env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
+        if port is not None:
+            self.port = port
         poll(self._ready, what="notesd to answer /status")
 
     def _ready(self):

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs the Debian packages notesd needs (only those missing) and builds it.
+#
+#   server/build.sh                    build into build/ (optimised, with debug info)
+#   server/build.sh --test-deps        also install what the tests need
+#   server/build.sh --deps-only [...]  install packages, do not build
+#
+# BUILD_DIR overrides the build directory; CMAKE_ARGS adds cmake options.
+# The Docker image's build stage runs this same script.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$REPO/build}"
+
+# What building and running need.
+PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-dev libssl-dev
+          postgresql postgresql-contrib curl ca-certificates)
+# What the tests add: Debian's python3 with psycopg2, promtool, clang for
+# sanitizers and libFuzzer, clang-format for the style check, wrk for load smoke tests.
+TEST_PACKAGES=(python3 python3-psycopg2 prometheus clang libclang-rt-14-dev clang-format wrk)
+
+build=1
+for arg in "$@"; do
+  case "$arg" in
+    --test-deps) PACKAGES+=("${TEST_PACKAGES[@]}") ;;
+    --deps-only) build=0 ;;
+    *) echo "build.sh: unknown option '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "build.sh: installing ${missing[*]}" >&2
+  SUDO=()
+  [[ $(id -u) -eq 0 ]] || SUDO=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update -qq
+  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+((build)) || exit 0
+# shellcheck disable=SC2086
+cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-RelWithDebInfo}" \
+  ${CMAKE_ARGS:-} >/dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)" >/dev/null
+echo "build.sh: built $BUILD_DIR/notesd" >&2

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The command line: --help, flags over environment, one-line errors with exit
+status 2, and the README's option and metric tables matching the binary."""
+import os
+import re
+import subprocess
+import unittest
+
+from notes_testlib import (BIN, REPO, Notesd, create_database, free_port, main, request)
+
+
+def run(args, env=None, timeout=10):
+    full = {k: v for k, v in os.environ.items() if k not in ("DB_URL", "PORT", "POOL_MAX")}
+    full.update({"ASAN_OPTIONS": "detect_leaks=0"})
+    full.update(env or {})
+    return subprocess.run([BIN, *args], env=full, capture_output=True, text=True, timeout=timeout)
+
+
+def readme_table(heading_words, first_col):
+    """Rows of the README table that follows the heading containing heading_words."""
+    with open(os.path.join(REPO, "README.md")) as f:
+        text = f.read()
+    start = text.index(heading_words)
+    rows = []
+    for line in text[start:].splitlines():
+        if line.startswith("| " + first_col) or line.startswith("|---"):
+            continue
+        if line.startswith("|"):
+            rows.append([c.strip() for c in line.strip("|").split("|")])
+        elif rows:
+            break
+    return rows
+
+
+class ConfigTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.db_url = create_database("config")
+
+    def test_help_lists_every_option_and_exits_0(self):
+        res = run(["--help"])
+        self.assertEqual(res.returncode, 0)
+        self.assertIn("usage: notesd", res.stdout)
+        flags = set(re.findall(r"^  --([a-z-]+)", res.stdout, re.M)) - {"help"}
+        envs = set(re.findall(r"^  --[a-z-]+(?: VALUE)?\s+([A-Z_]+)\s", res.stdout, re.M))
+        rows = readme_table("## Configuration", "flag")
+        self.assertEqual({r[0].strip("`").lstrip("-") for r in rows}, flags)
+        self.assertEqual({r[1].strip("`") for r in rows}, envs)
+        for needed in ("DB_URL", "PORT", "HOST", "POOL_MAX", "METRICS_PORT", "LAG_INTERVAL_MS"):
+            self.assertIn(needed, envs)
+
+    def test_readme_metrics_table_matches_the_metrics_page(self):
+        server = Notesd(self.db_url)
+        try:
+            request(server.port, "GET", "/notes/1")
+            text = server.metrics()
+        finally:
+            self.assertEqual(server.stop(), 0)
+        exported = set(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+        documented = {(r[0].strip("`"), r[1]) for r in readme_table("## Metrics", "metric")}
+        self.assertEqual(documented, exported)
+
+    def test_bad_settings_print_one_line_and_exit_2(self):
+        cases = [
+            (["--bogus"], {}, "unknown option '--bogus'"),
+            (["--port"], {}, "needs a value"),
+            (["stray"], {}, "unexpected argument"),
+            ([], {"PORT": "abc"}, "PORT: 'abc' is not an integer"),
+            (["--port", "70000"], {}, "not an integer in 0..65535"),
+            (["--pool-max", "0"], {}, "not an integer in 1..1000"),
+            (["--pool-max=-3"], {}, "not an integer"),
+            ([], {"LOG_LEVEL": "loud"}, "not one of error, warn, info, debug"),
+            (["--prepared=maybe"], {}, "not a boolean"),
+            ([], {"DB_URL": ""}, "DB_URL is not set"),
+            (["--db-url", "postgresql://[::1"], {}, "DB_URL is not a valid connection string"),
+            (["--db-url", "postgresql://u@no-such-host.invalid/db"], {}, "cannot resolve"),
+        ]
+        for args, env, words in cases:
+            with self.subTest(args=args, env=env):
+                full_env = {"DB_URL": self.db_url, **env}
+                res = run(args, full_env)
+                self.assertEqual(res.returncode, 2, res.stderr)
+                self.assertIn(words, res.stderr)
+                self.assertEqual(len(res.stderr.strip().splitlines()), 1, res.stderr)
+
+    def test_a_taken_port_is_an_error(self):
+        server = Notesd(self.db_url)
+        try:
+            res = run(["--port", str(server.port), "--metrics-port", "0"],
+                      {"DB_URL": self.db_url, "HOST": "127.0.0.1"})
+            self.assertEqual(res.returncode, 1)
+            self.assertIn("cannot listen", res.stderr)
+        finally:
+            server.stop()
+
+    def test_flags_override_the_environment(self):
+        port = free_port()
+        # Notesd() puts a PORT of its own in the environment; the flag must win.
+        server = Notesd(self.db_url, args=["--port", str(port), "--pool-max", "3"],
+                        env={"POOL_MAX": "7"}, port=port)
+        try:
+            self.assertEqual(request(port, "GET", "/status")[0], 200)
+            self.assertIn("notes_db_pool_max_connections 3\n", server.metrics())
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_password_never_appears_in_the_log(self):
+        url = self.db_url.replace("postgres@", "postgres:s3cretpw@")
+        server = Notesd(url, env={"LOG_LEVEL": "debug"})
+        try:
+            request(server.port, "GET", "/notes/1")
+            metrics = server.metrics()
+        finally:
+            self.assertEqual(server.stop(), 0)
+        self.assertIn("listening on", server.output)
+        self.assertNotIn("s3cretpw", server.output)
+        self.assertNotIn("s3cretpw", metrics)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""The metrics port tells the truth: counts that grow by exactly what was sent,
+pool figures read from the pool's lists, lag that shows a busy loop, and a page
+that promtool accepts."""
+import json
+import re
+import shutil
+import subprocess
+import threading
+import time
+import unittest
+
+from notes_testlib import Notesd, create_database, db_connect, free_port, main, poll, request
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
+
+
+def parse(text):
+    """{(name, frozenset(labels)): float} for every sample line."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        assert m, f"unparsable sample line: {line!r}"
+        labels = frozenset(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def value(samples, name, **labels):
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+class MetricsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.db_url = create_database("metrics")
+        cls.db = db_connect("metrics")
+        cls.server = Notesd(cls.db_url, env={"POOL_MAX": "2", "LAG_INTERVAL_MS": "100"})
+        cls.port = cls.server.port
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.server.stop()
+        cls.db.close()
+        assert code == 0, f"notesd exited with {code}: {cls.server.output}"
+
+    def scrape(self):
+        return parse(self.server.metrics())
+
+    def test_promtool_finds_no_problems(self):
+        promtool = shutil.which("promtool")
+        self.assertIsNotNone(promtool, "promtool (Debian package prometheus) is required")
+        request(self.port, "GET", "/notes/1")  # so that every family has samples
+        status, headers, body = request(self.server.metrics_port, "GET", "/metrics")
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["content-type"], "text/plain; version=0.0.4; charset=utf-8")
+        res = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True)
+        self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
+        self.assertEqual(res.stdout + res.stderr, b"")
+
+    def test_request_counts_grow_by_exactly_what_was_sent(self):
+        sends = [("GET", "/notes/7", "/notes/:id", "200", 13),
+                 ("GET", "/notes/999999999", "/notes/:id", "404", 4),
+                 ("GET", "/notes/abc", "/notes/:id", "400", 3),
+                 ("GET", "/notes?tag=js", "/notes", "200", 6),
+                 ("GET", "/json", "/json", "200", 25),
+                 ("GET", "/status", "/status", "200", 9),
+                 ("GET", "/", "/", "200", 5),
+                 ("HEAD", "/json", "/json", "200", 2),
+                 ("DELETE", "/json", "/json", "405", 2),
+                 ("GET", "/no/such/thing", "other", "404", 3)]
+        before = self.scrape()
+        for method, path, _, _, n in sends:
+            for _ in range(n):
+                request(self.port, method, path)
+        for _ in range(11):
+            request(self.port, "POST", "/notes", body={"title": "m", "body": "m", "tag": "m"})
+        after = self.scrape()
+        for method, path, route, status, n in sends + [("POST", "", "/notes", "201", 11)]:
+            with self.subTest(f"{method} {route} {status}"):
+                labels = dict(method=method, path=route, status_code=status)
+                grew = value(after, "http_requests_total", **labels) - \
+                    value(before, "http_requests_total", **labels)
+                self.assertEqual(grew, n)
+                grew = value(after, "http_request_duration_seconds_count", **labels) - \
+                    value(before, "http_request_duration_seconds_count", **labels)
+                self.assertEqual(grew, n)
+        q = lambda s, st: value(s, "notes_db_query_duration_seconds_count", statement=st)
+        self.assertEqual(q(after, "get_note") - q(before, "get_note"), 13 + 4)
+        self.assertEqual(q(after, "list_by_tag") - q(before, "list_by_tag"), 6)
+        self.assertEqual(q(after, "insert_note") - q(before, "insert_note"), 11)
+        acq = lambda s: value(s, "notes_db_pool_acquire_duration_seconds_count")
+        self.assertEqual(acq(after) - acq(before), 13 + 4 + 6 + 11)
+        # The metrics port's own routes are never counted.
+        self.assertFalse([k for k in after if k[0] == "http_requests_total" and
+                          ("path", "/metrics") in k[1]])
+
+    def test_pool_counts_come_from_its_lists_under_a_lock(self):
+        """POOL_MAX=2 and 10 concurrent PUTs on a row another session holds
+        locked: total 2, waiting 8; all 10 complete once the lock goes."""
+        locker = db_connect("metrics")
+        locker.autocommit = False
+        cur = locker.cursor()
+        cur.execute("select id from notes where id = 77 for update")
+        results = []
+
+        def put(i):
+            results.append(request(self.port, "PUT", "/notes/77",
+                                   body={"title": f"p{i}", "body": "b", "tag": "lock"}))
+
+        threads = [threading.Thread(target=put, args=(i,)) for i in range(10)]
+        for t in threads:
+            t.start()
+        try:
+            samples = poll(lambda: (lambda s: s if value(s, "notes_db_pool_waiting_requests") == 8
+                                    else None)(self.scrape()), what="8 waiting requests")
+            self.assertEqual(value(samples, "notes_db_pool_connections"), 2)
+            self.assertEqual(value(samples, "notes_db_pool_idle_connections"), 0)
+            self.assertEqual(value(samples, "notes_db_pool_max_connections"), 2)
+            self.assertGreaterEqual(value(samples, "http_requests_in_flight"), 10)
+            self.assertEqual(results, [], "no PUT may finish while the row is locked")
+        finally:
+            locker.rollback()
+            locker.close()
+        for t in threads:
+            t.join(30)
+        self.assertEqual(sorted(r[0] for r in results), [200] * 10)
+        samples = poll(lambda: (lambda s: s if value(s, "notes_db_pool_waiting_requests") == 0
+                                else None)(self.scrape()), what="an empty queue")
+        self.assertEqual(value(samples, "notes_db_pool_idle_connections"), 2)
+
+    def test_a_busy_loop_shows_in_the_lag_metrics(self):
+        self.scrape()  # start a fresh window
+        start = time.monotonic()
+        status, _, body = request(self.port, "GET", "/primes?below=2000000")
+        took = time.monotonic() - start
+        self.assertEqual(status, 200, body)
+        samples = self.scrape()
+        lag_max = value(samples, "notes_eventloop_lag_max_seconds")
+        # The loop was blocked for about `took`; the probe fires late by that
+        # much, less at most one period.
+        self.assertGreater(took, 0.15, "the primes request should take a while")
+        self.assertGreaterEqual(lag_max, took - 0.1 - 0.05)
+        self.assertLessEqual(lag_max, took + 0.05)
+        over_100ms = value(samples, "notes_eventloop_delay_seconds_count") - \
+            value(samples, "notes_eventloop_delay_seconds_bucket", le="0.1")
+        self.assertGreaterEqual(over_100ms, 1)
+        # A quiet window afterwards: the gauges describe only the new samples.
+        poll(lambda: value(self.scrape(), "notes_eventloop_lag_max_seconds") < 0.05,
+             what="a quiet lag window")
+
+    def test_process_figures_are_plausible(self):
+        s = self.scrape()
+        rss = value(s, "process_resident_memory_bytes")
+        self.assertTrue(1 << 20 < rss < 1 << 31, rss)
+        self.assertGreater(value(s, "process_heap_bytes"), 0)
+        self.assertGreater(value(s, "notes_malloc_heap_used_bytes"), 0)
+        self.assertGreater(value(s, "process_open_fds"), 3)
+        self.assertGreater(value(s, "process_max_fds"), value(s, "process_open_fds"))
+        self.assertEqual(value(s, "process_threads"), 1)
+        self.assertLess(abs(value(s, "process_start_time_seconds") - time.time()), 3600)
+        build = [k for k in s if k[0] == "notes_build_info"]
+        self.assertEqual(len(build), 1)
+        labels = dict(build[0][1])
+        self.assertEqual(labels["runtime"], "native")
+        self.assertEqual(labels["h2o_version"], "2.2.5")
+        self.assertRegex(labels["libpq_version"], r"^\d+\.\d+$")
+
+    def test_health_and_readiness(self):
+        self.assertEqual(request(self.server.metrics_port, "GET", "/healthz")[0], 200)
+        status, _, body = request(self.server.metrics_port, "GET", "/readyz")
+        self.assertEqual((status, json.loads(body)), (200, {"status": "ready"}))
+
+    def test_readiness_fails_without_a_database(self):
+        dead = f"postgresql://postgres@127.0.0.1:{free_port()}/none"
+        server = Notesd(dead)
+        try:
+            self.assertEqual(request(server.metrics_port, "GET", "/healthz")[0], 200)
+            status, _, body = request(server.metrics_port, "GET", "/readyz")
+            self.assertEqual(status, 503, body)
+            status, headers, body = request(server.port, "GET", "/notes/1")
+            self.assertEqual(status, 503, body)
+            self.assertEqual(headers.get("retry-after"), "1")
+            errors = value(parse(server.metrics()), "notes_db_connection_errors_total")
+            self.assertGreaterEqual(errors, 1)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+if __name__ == "__main__":
+    main()

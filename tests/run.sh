@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs every test of notesd:
+#   1. installs the Debian packages the build and the tests need (only missing ones);
+#   2. builds with warnings as errors and runs all CTest tests (style, unit, integration);
+#   3. builds with ASan+UBSan and runs them all again;
+#   4. builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 20).
+# Integration tests start their own PostgreSQL in a temporary directory (as the
+# `postgres` user when run as root) and the real notesd binary on free ports.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+"$REPO/server/build.sh" --test-deps --deps-only
+
+total_passed=0
+total_failed=0
+status=0
+
+# run_suite NAME BUILD_DIR [cmake args...]
+run_suite() {
+  local name="$1" dir="$2"
+  shift 2
+  echo "== $name: building in $dir"
+  cmake -S "$REPO" -B "$dir" -DBUILD_TESTING=ON -DNOTESD_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j"$(nproc)" >/dev/null
+  echo "== $name: testing"
+  local log="$dir/ctest.log" rc=0
+  (cd "$dir" && ctest --output-on-failure --timeout 600 ${CTEST_ARGS:-}) 2>&1 | tee "$log" || rc=$?
+  # "100% tests passed, 0 tests failed out of 12"
+  local line
+  line="$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1 || true)"
+  if [[ -z "$line" || $rc -ne 0 ]]; then status=1; fi
+  if [[ -n "$line" ]]; then
+    local failed out_of
+    failed="$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")"
+    out_of="$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")"
+    total_passed=$((total_passed + out_of - failed))
+    total_failed=$((total_failed + failed))
+  fi
+}
+
+run_suite "strict build" "$REPO/build-test"
+run_suite "sanitizers (ASan+UBSan)" "$REPO/build-asan" -DNOTESD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+if command -v clang >/dev/null; then
+  CC=clang CTEST_ARGS="-L fuzz" run_suite "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -DNOTESD_FUZZ=ON \
+    -DNOTESD_FUZZ_SECONDS="$FUZZ_SECONDS"
+fi
+
+echo "== all suites"
+echo "$total_passed passed, $total_failed failed"
+exit $status

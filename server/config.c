@@ -29,6 +29,8 @@ struct option_row {
 
 /* Alphabetical by flag, like --help prints them. */
 static const struct option_row options[] = {
+    {"client-timeout-ms", "CLIENT_TIMEOUT_MS", OPT_INT, FIELD(client_timeout_ms), "10000", 1,
+     INT_MAX, "a client gets this long to send a request, and to stay idle on keep-alive"},
     {"db-url", "DB_URL", OPT_STRING, FIELD(db_url), NULL, 0, 0,
      "libpq connection URI of the notes database"},
     {"host", "HOST", OPT_STRING, FIELD(host), "0.0.0.0", 0, 0, "address the API listens on"},
@@ -44,6 +46,8 @@ static const struct option_row options[] = {
      "port of /metrics, /healthz and /readyz; 0 turns it off"},
     {"pool-acquire-timeout-ms", "POOL_ACQUIRE_TIMEOUT_MS", OPT_INT, FIELD(pool_acquire_timeout_ms),
      "10000", 0, INT_MAX, "longest wait for a database connection (503 after); 0 = forever"},
+    {"pool-connect-timeout-ms", "POOL_CONNECT_TIMEOUT_MS", OPT_INT, FIELD(pool_connect_timeout_ms),
+     "5000", 1, INT_MAX, "longest time to open a database connection"},
     {"pool-idle-timeout-ms", "POOL_IDLE_TIMEOUT_MS", OPT_INT, FIELD(pool_idle_timeout_ms), "10000",
      1, INT_MAX, "an idle database connection is closed after this long"},
     {"pool-max", "POOL_MAX", OPT_INT, FIELD(pool_max), "20", 1, 1000,

@@ -20,6 +20,8 @@ typedef struct notesd_config {
     int pool_idle_timeout_ms;    /* an idle connection is closed after this long */
     int pool_queue_max;          /* most requests waiting for a connection; 0 = no bound */
     int pool_acquire_timeout_ms; /* longest wait for a connection; 0 = wait forever */
+    int pool_connect_timeout_ms; /* longest time to open a connection */
+    int client_timeout_ms;       /* h2o's request and keep-alive idle timeout */
     int query_timeout_ms;        /* deadline of one query on the loop and on the server; 0 = none */
     int prepared;                /* 1: named prepared statements; 0: unnamed, like node-postgres */
     const char *metrics_host;    /* address of the metrics listener */

@@ -36,6 +36,8 @@ void http_configure(void)
     server.conf.max_request_entity_size = (size_t)config.max_body_bytes * 16;
     /* The seed's clients speak HTTP/1.1; no h2c upgrade on the API port. */
     server.conf.http1.upgrade_to_http2 = 0;
+    /* h2o 2.2.5's only HTTP/1 timeout: receiving a request, and idling between requests. */
+    server.conf.http1.req_timeout = (uint64_t)config.client_timeout_ms;
 
     h2o_hostconf_t *api =
         h2o_config_register_host(&server.conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);

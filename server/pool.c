@@ -125,6 +125,8 @@ static void pool_conn_set_state(pool_conn_t *conn, enum pool_conn_state next)
     switch (next) {
     case POOL_CONN_CONNECTING:
         list_push_back(&pool->connecting, &conn->link);
+        /* libpq enforces connect_timeout only in its blocking calls. */
+        h2o_timeout_link(pool->loop, &pool->connect_timeout, &conn->query_entry);
         break;
     case POOL_CONN_IDLE:
         list_push_front(&pool->idle, &conn->link); /* LIFO reuse */
@@ -195,7 +197,7 @@ static void conn_run(pool_conn_t *conn, pool_query_t *q)
 /* A connection became ready: give it the oldest waiting query, or let it idle. */
 static void conn_next(pool_conn_t *conn)
 {
-    pool_query_t *q = conn->pool->shutting_down ? NULL : pop_waiting(conn->pool);
+    pool_query_t *q = pop_waiting(conn->pool);
     if (q != NULL) {
         conn_run(conn, q);
     } else if (conn->pool->shutting_down) {
@@ -229,8 +231,7 @@ static void start_connection(pool_t *pool)
  * After a failed connect it waits out the back-off on the retry timer. */
 static void grow(pool_t *pool)
 {
-    while (!pool->shutting_down && pool->connecting.len < pool->waiting.len &&
-           total(pool) < (size_t)pool->max) {
+    while (pool->connecting.len < pool->waiting.len && total(pool) < (size_t)pool->max) {
         if (metrics_now_ns() < pool->down_until_ns) {
             if (!h2o_timeout_is_linked(&pool->retry_entry))
                 h2o_timeout_link(pool->loop, &pool->retry_timeout, &pool->retry_entry);
@@ -317,6 +318,11 @@ static void on_idle_timeout(h2o_timeout_entry_t *entry)
 static void on_query_timeout(h2o_timeout_entry_t *entry)
 {
     pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, query_entry, entry);
+    if (conn->state == POOL_CONN_CONNECTING) {
+        conn->pool->stats.connection_errors++;
+        conn_discard(conn, POOL_ERR_UNAVAILABLE, "connecting timed out");
+        return;
+    }
     /* libpq 15 has no non-blocking cancel; the server-side statement_timeout
      * stops the statement, and the connection is replaced, never half-read. */
     conn->pool->stats.query_timeouts++;
@@ -450,6 +456,7 @@ void pool_start(pool_t *pool, h2o_loop_t *loop)
     h2o_timeout_init(loop, &pool->acquire_timeout, (uint64_t)config.pool_acquire_timeout_ms);
     h2o_timeout_init(loop, &pool->query_timeout, (uint64_t)config.query_timeout_ms);
     h2o_timeout_init(loop, &pool->retry_timeout, 100);
+    h2o_timeout_init(loop, &pool->connect_timeout, (uint64_t)config.pool_connect_timeout_ms);
     h2o_timeout_init(loop, &pool->defer_timeout, 0);
     pool->has_acquire_timeout = config.pool_acquire_timeout_ms > 0;
     pool->has_query_timeout = config.query_timeout_ms > 0;
@@ -463,10 +470,6 @@ enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
     q->conn = NULL;
     q->enqueued_ns = metrics_now_ns();
 
-    if (pool->shutting_down) {
-        pool->stats.rejected++;
-        return POOL_DOWN;
-    }
     if (pool->idle.len > 0) {
         pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next);
         conn_run(conn, q);
@@ -519,13 +522,11 @@ int pool_has_live_connection(pool_t *pool)
 
 void pool_shutdown(pool_t *pool)
 {
+    /* Queries already waiting still run (they belong to requests in flight);
+     * from now on a connection that has nothing to do is closed, not idled. */
     pool->shutting_down = 1;
-    fail_all_waiting(pool, POOL_ERR_SHUTDOWN);
     while (pool->idle.len > 0)
         conn_discard(H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next),
-                     POOL_ERR_SHUTDOWN, "shutting down");
-    while (pool->connecting.len > 0)
-        conn_discard(H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->connecting.head.next),
                      POOL_ERR_SHUTDOWN, "shutting down");
 }
 
@@ -542,6 +543,7 @@ void pool_dispose(pool_t *pool)
     h2o_timeout_dispose(pool->loop, &pool->acquire_timeout);
     h2o_timeout_dispose(pool->loop, &pool->query_timeout);
     h2o_timeout_dispose(pool->loop, &pool->retry_timeout);
+    h2o_timeout_dispose(pool->loop, &pool->connect_timeout);
     h2o_timeout_dispose(pool->loop, &pool->defer_timeout);
     free(pool->setup_sql);
 }

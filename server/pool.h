@@ -31,7 +31,7 @@ enum pool_error {
     POOL_ERR_UNAVAILABLE,     /* connection broke or could not be opened: 503 */
     POOL_ERR_ACQUIRE_TIMEOUT, /* waited longer than the acquire timeout: 503 */
     POOL_ERR_QUERY_TIMEOUT,   /* ran longer than the query deadline: 504 */
-    POOL_ERR_SHUTDOWN,        /* the server is stopping: 503 */
+    POOL_ERR_SHUTDOWN,        /* the server stopped before the query ran: 503 */
 };
 
 typedef struct pool_query pool_query_t;
@@ -100,7 +100,8 @@ typedef struct pool {
     pool_list_t connecting, idle, busy; /* pool_conn_t, by state */
     pool_list_t waiting;                /* pool_query_t, FIFO */
 
-    h2o_timeout_t idle_timeout, acquire_timeout, query_timeout, retry_timeout, defer_timeout;
+    h2o_timeout_t idle_timeout, acquire_timeout, query_timeout, retry_timeout, defer_timeout,
+        connect_timeout;
     h2o_timeout_entry_t retry_entry; /* opens a connection again after a back-off */
     int has_acquire_timeout, has_query_timeout;
     uint64_t down_until_ns; /* fail fast until then, after a failed connect */
@@ -134,8 +135,8 @@ void pool_query_cancel(pool_t *pool, pool_query_t *q);
 /* 1 if at least one connection is open (idle or busy). */
 int pool_has_live_connection(pool_t *pool);
 
-/* Fails every waiting query with POOL_ERR_SHUTDOWN and closes idle
- * connections; busy ones finish their query and are closed then. */
+/* Closes idle connections; waiting and running queries still complete, and
+ * each connection is closed as soon as nothing waits for it. */
 void pool_shutdown(pool_t *pool);
 
 /* 1 once no connection is left (after pool_shutdown). */

@@ -115,6 +115,7 @@ class Notesd:
             self.proc.wait()
             raise
         self.output = self.proc.stdout.read()
+        self.proc.stdout.close()
         return self.proc.returncode
 
     def metrics(self):

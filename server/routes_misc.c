@@ -24,6 +24,20 @@ static uint64_t rng_next(void)
     return rng_state * 0x2545f4914f6cdd1dULL;
 }
 
+/* h2o matches registered paths as prefixes ("/json" also gets "/json/x");
+ * Express matches "/json" and "/json/" only. Answers the 404 when the path is
+ * longer, and says so. */
+static int is_exact(h2o_req_t *req, const char *route, size_t len)
+{
+    h2o_iovec_t p = req->path_normalized;
+    if (h2o_memis(p.base, p.len, route, len) ||
+        (p.len == len + 1 && memcmp(p.base, route, len) == 0 && p.base[len] == '/'))
+        return 1;
+    metrics_request_begin(req, ROUTE_OTHER);
+    respond_error(req, 404, "not found");
+    return 0;
+}
+
 /* GET / - seed 002's Express hello world (res.send of a string: text/html). */
 static int on_root(h2o_handler_t *self, h2o_req_t *req)
 {
@@ -43,6 +57,8 @@ static int on_root(h2o_handler_t *self, h2o_req_t *req)
 /* GET /status - seed 001 round 1. */
 static int on_status(h2o_handler_t *self, h2o_req_t *req)
 {
+    if (!is_exact(req, H2O_STRLIT("/status")))
+        return 0;
     metrics_request_begin(req, ROUTE_STATUS);
     if (!req_is_get(req))
         respond_method_not_allowed(req, "GET, HEAD");
@@ -54,6 +70,8 @@ static int on_status(h2o_handler_t *self, h2o_req_t *req)
 /* GET /json - one note-shaped object, as the seed's no-database test. */
 static int on_json(h2o_handler_t *self, h2o_req_t *req)
 {
+    if (!is_exact(req, H2O_STRLIT("/json")))
+        return 0;
     metrics_request_begin(req, ROUTE_JSON);
     if (!req_is_get(req)) {
         respond_method_not_allowed(req, "GET, HEAD");
@@ -113,6 +131,8 @@ static long parse_below(h2o_req_t *req)
 /* GET /primes?below=N - seed 001 rounds 2 and 3: CPU work on the loop, on purpose. */
 static int on_primes(h2o_handler_t *self, h2o_req_t *req)
 {
+    if (!is_exact(req, H2O_STRLIT("/primes")))
+        return 0;
     metrics_request_begin(req, ROUTE_PRIMES);
     if (!req_is_get(req)) {
         respond_method_not_allowed(req, "GET, HEAD");

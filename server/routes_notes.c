@@ -196,16 +196,15 @@ static int parse_body(h2o_req_t *req, note_ctx_t *ctx)
         respond_error(req, 413, "request body is larger than the limit");
         return -1;
     }
-    /* express.json() reads application/json and application/<anything>+json. */
+    /* express.json() parses only application/json (with any parameters); for
+     * anything else the reference handler finds no body and fails. */
     int json_type = 0;
     if (ct != -1) {
         h2o_iovec_t v = req->headers.entries[ct].value;
         size_t n = 0;
         while (n < v.len && v.base[n] != ';' && v.base[n] != ' ')
             n++;
-        json_type = h2o_lcstris(v.base, n, H2O_STRLIT("application/json")) ||
-                    (n > 17 && h2o_memis(v.base, 12, H2O_STRLIT("application/")) &&
-                     h2o_lcstris(v.base + n - 5, 5, H2O_STRLIT("+json")));
+        json_type = h2o_lcstris(v.base, n, H2O_STRLIT("application/json"));
     }
     if (!json_type) {
         respond_error(req, 415, "Content-Type must be application/json");

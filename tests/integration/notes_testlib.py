@@ -206,3 +206,59 @@ def count_rows(db):
 
 def main():
     unittest.main(verbosity=2)
+
+
+class PrivatePostgres:
+    """A PostgreSQL cluster of one test's own, for tests that stop and start
+    the database. Holds the schema and `rows` seeded notes."""
+
+    def __init__(self, rows=1000):
+        import pg_fixture
+        self.fx = pg_fixture
+        self.state_path = os.path.join(tempfile_dir(), f"pg-{os.getpid()}-{id(self)}.json")
+        pg_fixture.start(self.state_path, template=False)
+        with open(self.state_path) as f:
+            self.st = json.load(f)
+        self.port = self.st["port"]
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        conn = self.connect()
+        with conn.cursor() as cur, open(os.path.join(REPO, "sql", "schema.sql")) as f:
+            cur.execute(f.read())
+            cur.execute("insert into notes (title, body, tag, created_at) "
+                        "select 'n' || i, 'b', 't', now() from generate_series(1, %s) i", (rows,))
+        conn.close()
+
+    def connect(self):
+        conn = psycopg2.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres")
+        conn.autocommit = True
+        return conn
+
+    def pg_ctl(self, *args):
+        subprocess.run(self.fx.as_owner([f"{self.st['bindir']}/pg_ctl", "-D", self.st["data"],
+                                         "-l", os.path.join(self.st["base"], "log"), *args]),
+                       check=True, stdout=subprocess.DEVNULL)
+
+    def stop(self, mode="fast"):
+        self.pg_ctl("-m", mode, "-w", "stop")
+
+    def start(self):
+        self.pg_ctl("-w", "start")
+
+    def destroy(self):
+        self.fx.stop(self.state_path)
+
+
+def tempfile_dir():
+    import tempfile
+    return tempfile.gettempdir()
+
+
+def proc_stat(pid):
+    """(cpu seconds, rss bytes, open fds) of a process, from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / ticks
+    rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    return cpu, rss, fds

@@ -50,7 +50,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start(state_path):
+def start(state_path, template=True):
     bindir = pg_bindir()
     if not os.path.exists(os.path.join(bindir, "initdb")):
         # Debian's pg_config may come from the client package only.
@@ -82,7 +82,10 @@ full_page_writes = off
     state = {"base": base, "data": data, "bindir": bindir, "port": port, "host": "127.0.0.1"}
     with open(state_path, "w") as f:
         json.dump(state, f)
+    print(f"pg_fixture: PostgreSQL on 127.0.0.1:{port}, data in {data}")
 
+    if not template:
+        return
     psql = [f"{bindir}/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(port),
             "-U", "postgres"]
     subprocess.run(psql + ["-d", "postgres", "-c", "create database notes_template"], check=True)
@@ -90,7 +93,6 @@ full_page_writes = off
         with open(os.path.join(REPO, "sql", name)) as f:
             subprocess.run(psql + ["-d", "notes_template", "-f", "-"], stdin=f, check=True,
                            stdout=subprocess.DEVNULL)
-    print(f"pg_fixture: PostgreSQL on 127.0.0.1:{port}, data in {data}")
 
 
 def stop(state_path):

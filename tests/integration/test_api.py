@@ -132,7 +132,7 @@ class NotesApiTest(unittest.TestCase):
 
     def test_post_accepts_json_media_type_variants(self):
         for ct in ("application/json", "application/json; charset=utf-8",
-                   "Application/JSON", "application/vnd.notes+json"):
+                   "Application/JSON", "application/json;charset=UTF-8"):
             with self.subTest(ct=ct):
                 status, _, body = request(self.port, "POST", "/notes",
                                           body='{"title":"t","body":"b","tag":"ct"}',

@@ -77,7 +77,7 @@ def poll(predicate, timeout=15.0, what="condition"):
 class Notesd:
     """The real binary, started on free ports; `stop()` returns its exit code."""
 
-    def __init__(self, db_url, args=(), env=None, port=None):
+    def __init__(self, db_url, args=(), env=None, port=None, wrapper=(), ready_timeout=15.0):
         """`port`: where to poll for readiness when args choose the port."""
         self.port = free_port()
         self.metrics_port = free_port()
@@ -91,11 +91,11 @@ class Notesd:
         full_env.setdefault("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")
         full_env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
         full_env.update(env or {})
-        self.proc = subprocess.Popen([BIN, *args], env=full_env, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([*wrapper, BIN, *args], env=full_env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
         if port is not None:
             self.port = port
-        poll(self._ready, what="notesd to answer /status")
+        poll(self._ready, timeout=ready_timeout, what="notesd to answer /status")
 
     def _ready(self):
         if self.proc.poll() is not None:

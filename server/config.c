@@ -61,6 +61,8 @@ static const struct option_row options[] = {
      "largest ?below= that /primes accepts"},
     {"query-timeout-ms", "QUERY_TIMEOUT_MS", OPT_INT, FIELD(query_timeout_ms), "30000", 0, INT_MAX,
      "deadline of one query (504 after; also sets statement_timeout); 0 = none"},
+    {"server-timing", "SERVER_TIMING", OPT_BOOL, FIELD(server_timing), "1", 0, 0,
+     "send Server-Timing (db and total time) on API responses; 0 for the peer's exact headers"},
     {"shutdown-timeout-ms", "SHUTDOWN_TIMEOUT_MS", OPT_INT, FIELD(shutdown_timeout_ms), "5000", 0,
      INT_MAX, "how long SIGTERM waits for in-flight requests"},
     {"static-dir", "STATIC_DIR", OPT_STRING, FIELD(static_dir), "static", 0, 0,
@@ -128,7 +130,7 @@ void config_print_help(FILE *out)
         char left[64];
         snprintf(left, sizeof(left), "--%s%s", row->flag, row->type == OPT_BOOL ? "" : " VALUE");
         fprintf(out, "  %-32s %-24s %s", left, row->env, row->help);
-        if (row->def != NULL && row->type != OPT_BOOL)
+        if (row->def != NULL)
             fprintf(out, " [%s]", row->def);
         fprintf(out, "\n");
     }

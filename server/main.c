@@ -18,6 +18,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 #include "config.h"
+#include "delay.h"
 #include "http.h"
 #include "lag.h"
 #include "log.h"
@@ -135,6 +136,7 @@ int main(int argc, char **argv)
     h2o_loop_t *loop = server.ctx.loop;
     pool_start(&server.pool, loop);
     lag_start(loop, config.lag_interval_ms);
+    delay_start(loop);
     h2o_timeout_init(loop, &drain_timeout, 20);
     h2o_socket_t *signals = watch_signals(loop);
 
@@ -148,14 +150,16 @@ int main(int argc, char **argv)
     while (run_state != STOPPED)
         h2o_evloop_run(loop, INT32_MAX);
 
-    /* Tear down cleanly only when nothing is left that h2o would assert on. */
-    if (server.open_connections > 0) {
+    /* Tear down cleanly only when nothing is left that h2o would assert on;
+     * after the deadline, connections (HTTP or database) may remain: exit. */
+    if (server.open_connections > 0 || !pool_is_empty(&server.pool)) {
         log_info("%s", "stopped (idle keep-alive connections closed by exit)");
         return 0;
     }
     h2o_socket_read_stop(signals);
     h2o_socket_close(signals);
     lag_stop(loop);
+    delay_stop();
     h2o_timeout_dispose(loop, &drain_timeout);
     pool_dispose(&server.pool);
     log_info("%s", "stopped");

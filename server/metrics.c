@@ -29,8 +29,19 @@ const double metrics_fine_bounds[] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0
                                       0.01,    0.025,  0.05,    0.1,    0.25,  0.5,    1};
 const size_t metrics_fine_nbounds = sizeof(metrics_fine_bounds) / sizeof(double);
 
-static const char *route_labels[ROUTE__COUNT] = {"/notes/:id", "/notes",  "/json",   "/",
-                                                 "/status",    "/primes", "/static", "other"};
+static const char *route_labels[] = {
+    [ROUTE_NOTE_BY_ID] = "/notes/:id",
+    [ROUTE_NOTES] = "/notes",
+    [ROUTE_JSON] = "/json",
+    [ROUTE_ROOT] = "/",
+    [ROUTE_STATUS] = "/status",
+    [ROUTE_PRIMES] = "/primes",
+    [ROUTE_STATIC] = "/static",
+    [ROUTE_DELAY] = "/delay/:ms",
+    [ROUTE_OTHER] = "other",
+};
+_Static_assert(sizeof(route_labels) / sizeof(route_labels[0]) == ROUTE__COUNT,
+               "every route needs a label");
 static const char *method_labels[] = {"GET",    "HEAD",  "POST",    "PUT",
                                       "DELETE", "PATCH", "OPTIONS", "other"};
 #define NUM_METHODS (sizeof(method_labels) / sizeof(method_labels[0]))
@@ -89,11 +100,31 @@ static http_series_t *find_series(int route, int method, int status)
     return s;
 }
 
+/* A request being measured. Found by the request's address in a small
+ * intrusive hash table, so responders need no extra argument to reach it. */
 typedef struct request_stamp {
     h2o_req_t *req;
     uint64_t start_ns;
+    uint64_t db_ns; /* time spent in database queries, for Server-Timing */
     enum route_id route;
+    struct request_stamp *next; /* in its hash bucket */
 } request_stamp_t;
+
+#define STAMP_BUCKETS 1024
+static request_stamp_t *stamp_buckets[STAMP_BUCKETS];
+
+static request_stamp_t **bucket_of(h2o_req_t *req)
+{
+    return &stamp_buckets[((uintptr_t)req >> 4) % STAMP_BUCKETS];
+}
+
+static request_stamp_t *stamp_of(h2o_req_t *req)
+{
+    for (request_stamp_t *s = *bucket_of(req); s != NULL; s = s->next)
+        if (s->req == req)
+            return s;
+    return NULL;
+}
 
 /* Runs when h2o disposes of the request: after its response was written, or
  * when the connection closed first (status 0). */
@@ -103,12 +134,17 @@ static void on_request_disposed(void *p)
     h2o_req_t *req = stamp->req;
     int method = NUM_METHODS - 1;
 
+    for (request_stamp_t **s = bucket_of(req); *s != NULL; s = &(*s)->next)
+        if (*s == stamp) {
+            *s = stamp->next;
+            break;
+        }
     for (size_t i = 0; i < NUM_METHODS - 1; i++)
         if (h2o_memis(req->method.base, req->method.len, method_labels[i],
                       strlen(method_labels[i])))
             method = (int)i;
-    http_series_t *s = find_series(stamp->route, method, req->res.status);
-    histogram_observe(&s->duration, (double)(metrics_now_ns() - stamp->start_ns) / 1e9);
+    http_series_t *series = find_series(stamp->route, method, req->res.status);
+    histogram_observe(&series->duration, (double)(metrics_now_ns() - stamp->start_ns) / 1e9);
     http_in_flight--;
 }
 
@@ -122,8 +158,37 @@ void metrics_request_begin(h2o_req_t *req, enum route_id route)
     request_stamp_t *stamp = h2o_mem_alloc_shared(&req->pool, sizeof(*stamp), on_request_disposed);
     stamp->req = req;
     stamp->start_ns = metrics_now_ns();
+    stamp->db_ns = 0;
     stamp->route = route;
+    stamp->next = *bucket_of(req);
+    *bucket_of(req) = stamp;
     http_in_flight++;
+}
+
+void metrics_request_add_db_time(h2o_req_t *req, uint64_t ns)
+{
+    request_stamp_t *stamp = stamp_of(req);
+    if (stamp != NULL)
+        stamp->db_ns += ns;
+}
+
+void metrics_add_server_timing(h2o_req_t *req)
+{
+    request_stamp_t *stamp;
+    char *value;
+    int len;
+
+    if (!config.server_timing || (stamp = stamp_of(req)) == NULL)
+        return;
+    double total_ms = (double)(metrics_now_ns() - stamp->start_ns) / 1e6;
+    value = h2o_mem_alloc_pool(&req->pool, 64);
+    if (stamp->db_ns > 0)
+        len = snprintf(value, 64, "db;dur=%.3f, total;dur=%.3f", (double)stamp->db_ns / 1e6,
+                       total_ms);
+    else
+        len = snprintf(value, 64, "total;dur=%.3f", total_ms);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("server-timing"), 0, NULL,
+                          value, (size_t)len);
 }
 
 /* ---- rendering --------------------------------------------------------------------------- */

@@ -44,6 +44,7 @@ enum route_id {
     ROUTE_STATUS,     /* /status */
     ROUTE_PRIMES,     /* /primes */
     ROUTE_STATIC,     /* /static */
+    ROUTE_DELAY,      /* /delay/:ms */
     ROUTE_OTHER,      /* anything else (404s) */
     ROUTE__COUNT
 };
@@ -54,6 +55,17 @@ enum route_id {
  * its duration and status are recorded. Call first thing in every handler. */
 void metrics_request_begin(h2o_req_t *req, enum route_id route);
 
+/* Adds time spent in the database to the request's Server-Timing `db` figure. */
+void metrics_request_add_db_time(h2o_req_t *req, uint64_t ns);
+
+/* Adds `Server-Timing: db;dur=X, total;dur=Y` (milliseconds with microsecond
+ * digits, total up to now) to a response about to start, if it was measured and
+ * the header is on. */
+void metrics_add_server_timing(h2o_req_t *req);
+
+/* Requests received and not yet disposed of (http_requests_in_flight). */
+int64_t metrics_requests_in_flight(void);
+
 /* Wall-clock start time of the process, for process_start_time_seconds. */
 extern double metrics_start_time;
 
@@ -62,9 +74,6 @@ extern double metrics_start_time;
 struct pool_statement;
 extern const struct pool_statement *const notes_statement_table;
 extern const size_t notes_num_statements, notes_num_labelled_statements, notes_ping_statement;
-
-/* Requests received and not yet disposed of (http_requests_in_flight). */
-int64_t metrics_requests_in_flight(void);
 
 /* Registers /metrics, /healthz and /readyz on the metrics host. */
 void metrics_register_routes(h2o_hostconf_t *host);

@@ -290,12 +290,14 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
     pool_t *pool = conn->pool;
     pool_query_t *q = conn->query;
 
+    uint64_t took = metrics_now_ns() - conn->sent_ns;
     h2o_timeout_unlink(&conn->query_entry);
-    histogram_observe(&pool->stats.query[conn->statement],
-                      (metrics_now_ns() - conn->sent_ns) / 1e9);
+    histogram_observe(&pool->stats.query[conn->statement], (double)took / 1e9);
     conn->query = NULL;
-    if (q != NULL)
+    if (q != NULL) {
+        q->duration_ns = took;
         finish_query(q, res, POOL_OK);
+    }
     /* The callback may not free the connection; it is still busy and ours. */
     conn_next(conn);
 }
@@ -468,6 +470,7 @@ enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
     assert(q->statement >= 0 && (size_t)q->statement < pool->nstatements);
     q->pool = pool;
     q->conn = NULL;
+    q->duration_ns = 0;
     q->enqueued_ns = metrics_now_ns();
 
     if (pool->idle.len > 0) {

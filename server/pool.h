@@ -56,7 +56,8 @@ struct pool_query {
     int statement;         /* index into the pool's statement table */
     const char *params[4]; /* text parameters */
     pool_query_cb cb;
-    void *data; /* for the caller */
+    void *data;           /* for the caller */
+    uint64_t duration_ns; /* set before the callback: from send to result */
     /* private to the pool */
     enum pool_query_state state;
     h2o_linklist_t link;               /* in pool->waiting */

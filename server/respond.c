@@ -2,6 +2,7 @@
  * respond.c - response helpers (see respond.h).
  */
 #include <string.h>
+#include "metrics.h"
 #include "render.h"
 #include "respond.h"
 
@@ -49,6 +50,7 @@ void respond(h2o_req_t *req, int status, const char *content_type, const char *b
     req->res.content_length = len;
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type,
                    strlen(content_type));
+    metrics_add_server_timing(req);
     h2o_start_response(req, &generator);
     /* h2o 2.2.5 does not strip the body of a HEAD response itself. */
     if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD")))

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "config.h"
+#include "delay.h"
 #include "http.h"
 #include "metrics.h"
 #include "render.h"
@@ -177,13 +178,23 @@ static int on_static(h2o_handler_t *self, h2o_req_t *req)
     return -1; /* h2o's file handler serves it */
 }
 
+/* h2o's file handler writes the response itself; this filter adds Server-Timing to it. */
+static void on_static_response(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
+{
+    metrics_add_server_timing(req);
+    h2o_setup_next_ostream(req, slot);
+}
+
 void routes_misc_register(h2o_hostconf_t *host)
 {
     http_register(host, "/status", on_status);
     http_register(host, "/json", on_json);
     http_register(host, "/primes", on_primes);
+    delay_register(host);
 
     h2o_pathconf_t *pathconf = http_register(host, "/static", on_static);
+    h2o_filter_t *timing = h2o_create_filter(pathconf, sizeof(*timing));
+    timing->on_setup_ostream = on_static_response;
     if (realpath(config.static_dir, static_root) == NULL)
         static_root[0] = '\0'; /* no directory: every /static path is a 404 */
     else

@@ -145,6 +145,7 @@ static void on_query_done(pool_query_t *q, PGresult *res, enum pool_error err)
     note_ctx_t *ctx = q->data;
     h2o_req_t *req = ctx->req;
 
+    metrics_request_add_db_time(req, q->duration_ns);
     if (err != POOL_OK || PQresultStatus(res) != PGRES_TUPLES_OK) {
         respond_query_failure(req, res, err);
         return;

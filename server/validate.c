@@ -5,6 +5,7 @@
  * later, inside PostgreSQL: a NUL byte or invalid UTF-8 can never be stored in
  * a text column, so it is refused here, before a connection is used.
  */
+#include <ctype.h>
 #include <string.h>
 #include <cJSON.h>
 #include "validate.h"
@@ -120,7 +121,7 @@ int validate_tag_query(const char *query, size_t len, char *out, size_t *out_len
         size_t part_len = amp != NULL ? (size_t)(amp - part) : len - pos;
         const char *eq = memchr(part, '=', part_len);
         size_t key_len = eq != NULL ? (size_t)(eq - part) : part_len;
-        char key[8];
+        char key[3 * 3]; /* "tag" with each letter %-encoded at most */
 
         /* Only keys that decode to exactly "tag" matter; longer raw keys cannot. */
         if (key_len >= 3 && key_len <= 3 * 3 && decode_component(part, key_len, key) == 3 &&
@@ -180,10 +181,20 @@ static const char *prescan_json_strings(const char *s, size_t len)
     return NULL;
 }
 
+/* The value of member `name`; with duplicate keys the last one, as JSON.parse keeps. */
+static cJSON *last_member(cJSON *obj, const char *name)
+{
+    cJSON *found = NULL;
+    for (cJSON *item = obj->child; item != NULL; item = item->next)
+        if (item->string != NULL && strcmp(item->string, name) == 0)
+            found = item;
+    return found;
+}
+
 static const char *string_field(cJSON *obj, const char *name, const char **err, const char *missing,
                                 const char *wrong)
 {
-    cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
+    cJSON *item = last_member(obj, name);
     if (item == NULL || cJSON_IsNull(item)) {
         *err = missing;
         return NULL;
@@ -193,6 +204,173 @@ static const char *string_field(cJSON *obj, const char *name, const char **err, 
         return NULL;
     }
     return item->valuestring;
+}
+
+/* ---- strict JSON syntax (RFC 8259), checked before cJSON parses ----------------------------
+ * cJSON is lenient where JSON.parse is not (leading zeros, "1.", control characters
+ * between tokens); the reference app answers those bodies with 400, so we do too. */
+
+typedef struct json_scan {
+    const char *p, *end;
+    int depth;
+} json_scan_t;
+
+#define JSON_MAX_DEPTH 512
+
+static void skip_ws(json_scan_t *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static int scan_value(json_scan_t *s);
+
+static int scan_literal(json_scan_t *s, const char *word)
+{
+    size_t n = strlen(word);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+        return 0;
+    s->p += n;
+    return 1;
+}
+
+static int scan_digits(json_scan_t *s)
+{
+    const char *start = s->p;
+    while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+        s->p++;
+    return s->p > start;
+}
+
+static int scan_number(json_scan_t *s)
+{
+    if (s->p < s->end && *s->p == '-')
+        s->p++;
+    if (s->p < s->end && *s->p == '0') {
+        s->p++; /* no leading zeros: "01" is not a number */
+    } else if (!scan_digits(s)) {
+        return 0;
+    }
+    if (s->p < s->end && *s->p == '.') {
+        s->p++;
+        if (!scan_digits(s))
+            return 0;
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+            s->p++;
+        if (!scan_digits(s))
+            return 0;
+    }
+    return 1;
+}
+
+static int scan_string(json_scan_t *s)
+{
+    if (s->p >= s->end || *s->p != '"')
+        return 0;
+    for (s->p++; s->p < s->end; s->p++) {
+        unsigned char c = (unsigned char)*s->p;
+        if (c == '"') {
+            s->p++;
+            return 1;
+        }
+        if (c < 0x20)
+            return 0;
+        if (c == '\\') {
+            if (++s->p >= s->end)
+                return 0;
+            switch (*s->p) {
+            case '"':
+            case '\\':
+            case '/':
+            case 'b':
+            case 'f':
+            case 'n':
+            case 'r':
+            case 't':
+                break;
+            case 'u':
+                for (int i = 0; i < 4; i++)
+                    if (++s->p >= s->end || !isxdigit((unsigned char)*s->p))
+                        return 0;
+                break;
+            default:
+                return 0;
+            }
+        }
+    }
+    return 0;
+}
+
+static int scan_container(json_scan_t *s, char close, int is_object)
+{
+    if (++s->depth > JSON_MAX_DEPTH)
+        return 0;
+    s->p++; /* the opening bracket */
+    skip_ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        s->depth--;
+        return 1;
+    }
+    for (;;) {
+        if (is_object) {
+            if (!scan_string(s))
+                return 0;
+            skip_ws(s);
+            if (s->p >= s->end || *s->p++ != ':')
+                return 0;
+            skip_ws(s);
+        }
+        if (!scan_value(s))
+            return 0;
+        skip_ws(s);
+        if (s->p >= s->end)
+            return 0;
+        if (*s->p == close) {
+            s->p++;
+            s->depth--;
+            return 1;
+        }
+        if (*s->p++ != ',')
+            return 0;
+        skip_ws(s);
+    }
+}
+
+static int scan_value(json_scan_t *s)
+{
+    if (s->p >= s->end)
+        return 0;
+    switch (*s->p) {
+    case '{':
+        return scan_container(s, '}', 1);
+    case '[':
+        return scan_container(s, ']', 0);
+    case '"':
+        return scan_string(s);
+    case 't':
+        return scan_literal(s, "true");
+    case 'f':
+        return scan_literal(s, "false");
+    case 'n':
+        return scan_literal(s, "null");
+    default:
+        return scan_number(s);
+    }
+}
+
+/* 1 if `text` is exactly one JSON value with optional whitespace around it. */
+static int json_is_strict(const char *text, size_t len)
+{
+    json_scan_t s = {text, text + len, 0};
+    skip_ws(&s);
+    if (!scan_value(&s))
+        return 0;
+    skip_ws(&s);
+    return s.p == s.end;
 }
 
 int validate_note_body(const char *body, size_t len, note_input_t *in, const char **err)
@@ -208,16 +386,7 @@ int validate_note_body(const char *body, size_t len, note_input_t *in, const cha
     }
     if ((*err = prescan_json_strings(body, len)) != NULL)
         return -1;
-    const char *end = NULL;
-    cJSON *json = cJSON_ParseWithLengthOpts(body, len, &end, 0);
-    /* cJSON stops after the first value; JSON.parse allows only whitespace after it. */
-    while (json != NULL && end < body + len &&
-           (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
-        end++;
-    if (json != NULL && end != body + len) {
-        cJSON_Delete(json);
-        json = NULL;
-    }
+    cJSON *json = json_is_strict(body, len) ? cJSON_ParseWithLength(body, len) : NULL;
     if (json == NULL) {
         *err = "request body is not valid JSON";
         return -1;

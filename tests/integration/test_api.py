@@ -8,6 +8,8 @@ import os
 import re
 import shutil
 import tempfile
+import threading
+import time
 import unittest
 
 from notes_testlib import (TAGS, SEED_BODY, Notesd, count_rows, create_database, db_connect,
@@ -219,6 +221,81 @@ class NotesApiTest(unittest.TestCase):
             self.assertEqual(status, 200)
             self.assertEqual(headers.get("connection"), "keep-alive")
         conn.close()
+
+
+class KnownLatencyAndTimingTest(unittest.TestCase):
+    """/delay/:ms answers after a known delay; Server-Timing splits server time."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.db_url = create_database("timing")
+        cls.server = Notesd(cls.db_url)
+        cls.port = cls.server.port
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0, cls.server.output
+
+    def timed(self, path):
+        start = time.monotonic()
+        res = request(self.port, "GET", path)
+        return res, time.monotonic() - start
+
+    def test_delay_answers_after_the_delay(self):
+        for ms in (0, 20, 100):
+            with self.subTest(ms=ms):
+                (status, headers, body), took = self.timed(f"/delay/{ms}")
+                self.assertEqual((status, body), (200, f'{{"delay_ms":{ms}}}'.encode()))
+                self.assertGreaterEqual(took, ms / 1000)
+                self.assertLess(took, ms / 1000 + 0.05)
+
+    def test_delays_overlap_instead_of_queueing(self):
+        results = []
+        threads = [threading.Thread(target=lambda: results.append(self.timed("/delay/200")))
+                   for _ in range(20)]
+        start = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertLess(time.monotonic() - start, 0.6)
+        self.assertEqual([r[0][0] for r in results], [200] * 20)
+
+    def test_jitter_is_uniform_around_the_delay(self):
+        took = sorted(self.timed("/delay/60?jitter=40")[1] for _ in range(40))
+        self.assertGreaterEqual(took[0], 0.020)
+        self.assertLess(took[-1], 0.100 + 0.05)
+        self.assertGreater(took[-1] - took[0], 0.030, "jitter should spread the answers")
+
+    def test_delay_rejects_bad_values(self):
+        for path in ("/delay/", "/delay/abc", "/delay/60001", "/delay/-1", "/delay/1?jitter=x",
+                     "/delay/1?jitter=70000", "/delay/1.5"):
+            with self.subTest(path=path):
+                status, _, body = request(self.port, "GET", path)
+                self.assertEqual(status, 400, body)
+                self.assertIn("error", json.loads(body))
+
+    def test_server_timing_splits_database_and_total_time(self):
+        status, headers, _ = request(self.port, "GET", "/notes/3")
+        self.assertEqual(status, 200)
+        m = re.fullmatch(r"db;dur=(\d+\.\d{3}), total;dur=(\d+\.\d{3})", headers["server-timing"])
+        self.assertIsNotNone(m, headers["server-timing"])
+        self.assertLessEqual(float(m.group(1)), float(m.group(2)))
+        for path in ("/json", "/status", "/"):
+            self.assertRegex(request(self.port, "GET", path)[1]["server-timing"],
+                             r"^total;dur=\d+\.\d{3}$")
+        (_, headers, _), took = self.timed("/delay/30")
+        total = float(headers["server-timing"].split("=")[1])
+        self.assertGreaterEqual(total, 30.0)
+        self.assertLess(total, took * 1000)
+
+    def test_server_timing_can_be_turned_off(self):
+        server = Notesd(self.db_url, env={"SERVER_TIMING": "0"})
+        try:
+            for path in ("/notes/3", "/json"):
+                self.assertNotIn("server-timing", request(server.port, "GET", path)[1])
+        finally:
+            self.assertEqual(server.stop(), 0)
 
 
 class PreparedNotesApiTest(NotesApiTest):

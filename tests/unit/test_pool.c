@@ -1,0 +1,564 @@
+/*
+ * test_pool.c - unit tests of server/pool.c on a real h2o event loop.
+ *
+ * No database is needed: the pool talks to addresses that fail in known ways.
+ * Port 1 on the loopback refuses at once (the "database is down" case), and a
+ * listening socket that never accepts completes the TCP handshake but never
+ * answers libpq's startup packet (the "database hangs" case), so connections
+ * stay in the connecting state for as long as the test wants.
+ *
+ * The loop runs in short steps until a condition holds or a deadline passes;
+ * nothing sleeps. Callbacks are counted and the counts checked afterwards, so
+ * "exactly one callback per admitted query" is checked, not assumed.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <h2o.h>
+#include "check.h"
+#include "config.h"
+#include "log.h"
+#include "pool.h"
+
+#define REFUSING_URL "postgresql://nobody@127.0.0.1:1/none"
+#define DEADLINE_MS 5000
+
+static const pool_statement_t statements[] = {
+    {"test_one", "select $1::int", 1},
+    {"test_two", "select 2", 0},
+};
+#define NSTATEMENTS (sizeof(statements) / sizeof(statements[0]))
+
+/* ---- fixtures and loop driving --------------------------------------------------------------- */
+
+typedef struct test_query {
+    pool_query_t q;
+    int calls;           /* how often the callback ran */
+    enum pool_error err; /* what the last call said */
+    int had_result;      /* whether it came with a PGresult */
+} test_query_t;
+
+static int callbacks; /* over all queries of the current test */
+
+static void on_query_done(pool_query_t *q, PGresult *res, enum pool_error err)
+{
+    test_query_t *t = q->data;
+    t->calls++;
+    t->err = err;
+    t->had_result = res != NULL;
+    callbacks++;
+}
+
+static void query_init(test_query_t *t, int statement)
+{
+    memset(t, 0, sizeof(*t));
+    t->q.statement = statement;
+    t->q.params[0] = "1";
+    t->q.cb = on_query_done;
+    t->q.data = t;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Runs the loop in 10 ms steps until cond(arg) holds; returns 0 if the deadline passed first. */
+static int run_until(h2o_loop_t *loop, int (*cond)(void *), void *arg)
+{
+    uint64_t deadline = now_ms() + DEADLINE_MS;
+    while (!cond(arg)) {
+        if (now_ms() > deadline)
+            return 0;
+        h2o_evloop_run(loop, 10);
+    }
+    return 1;
+}
+
+static int callbacks_at_least(void *arg)
+{
+    return callbacks >= *(int *)arg;
+}
+
+static int fast_fail_over(void *arg)
+{
+    return metrics_now_ns() >= ((pool_t *)arg)->down_until_ns;
+}
+
+static int retry_timer_idle(void *arg)
+{
+    return !h2o_timeout_is_linked(&((pool_t *)arg)->retry_entry);
+}
+
+static int wait_for_callbacks(h2o_loop_t *loop, int n)
+{
+    return run_until(loop, callbacks_at_least, &n);
+}
+
+#define CHECK_LISTS(pool, want_connecting, want_idle, want_busy, want_waiting)                     \
+    do {                                                                                           \
+        CHECK_INT_EQ((pool)->connecting.len, want_connecting);                                     \
+        CHECK_INT_EQ((pool)->idle.len, want_idle);                                                 \
+        CHECK_INT_EQ((pool)->busy.len, want_busy);                                                 \
+        CHECK_INT_EQ((pool)->waiting.len, want_waiting);                                           \
+    } while (0)
+
+/* Defaults from config_load, then the settings the tests depend on. */
+static void reset_config(void)
+{
+    config_load(1, (char *[]){"test_pool", NULL});
+    config.pool_max = 20;
+    config.pool_queue_max = 0;
+    config.pool_acquire_timeout_ms = 10000;
+    config.pool_connect_timeout_ms = 5000;
+    config.query_timeout_ms = 30000;
+    config.pool_idle_timeout_ms = 10000;
+    config.prepared = 0;
+    /* Discarded connections are logged as warnings; the checks below say more. */
+    log_level_current = LOG_ERROR;
+}
+
+/* pool_configure, then pool_start on `loop`; returns pool_configure's answer. */
+static int pool_open(pool_t *pool, h2o_loop_t *loop, const char *url)
+{
+    char err[256] = "";
+    int rc = pool_configure(pool, url, statements, NSTATEMENTS, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "    pool_configure: %s\n", err);
+        return rc;
+    }
+    pool_start(pool, loop);
+    return 0;
+}
+
+static h2o_loop_t *loop_create(void)
+{
+    callbacks = 0;
+    return h2o_evloop_create();
+}
+
+static int pool_emptied(void *arg)
+{
+    return pool_is_empty(arg);
+}
+
+/* Shuts the pool down, runs the loop until its last connection is gone, and frees everything. */
+static void pool_finish(pool_t *pool, h2o_loop_t *loop)
+{
+    pool_shutdown(pool);
+    CHECK(run_until(loop, pool_emptied, pool));
+    CHECK_LISTS(pool, 0, 0, 0, 0);
+    h2o_evloop_run(loop, 0); /* sockets closed above are freed on the next turn */
+    if (pool_is_empty(pool) && pool->waiting.len == 0)
+        pool_dispose(pool);
+    h2o_evloop_destroy(loop);
+}
+
+/* A TCP listener on 127.0.0.1 that never accepts: connects succeed, nothing answers. */
+static int silent_listener(int *port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t slen = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 || listen(fd, 64) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sin, &slen) != 0) {
+        perror("silent listener");
+        exit(1);
+    }
+    *port = ntohs(sin.sin_port);
+    return fd;
+}
+
+/* ---- tests ------------------------------------------------------------------------------- */
+
+static void pool_configure_refuses_a_malformed_url(void)
+{
+    pool_t pool;
+    char err[256] = "";
+
+    reset_config();
+    CHECK_INT_EQ(
+        pool_configure(&pool, "postgresql://[::1/x", statements, NSTATEMENTS, err, sizeof(err)),
+        -1);
+    CHECK(strstr(err, "DB_URL") != NULL);
+    err[0] = '\0';
+    CHECK_INT_EQ(
+        pool_configure(&pool, "host=127.0.0.1 port", statements, NSTATEMENTS, err, sizeof(err)),
+        -1);
+    CHECK(strstr(err, "DB_URL") != NULL);
+}
+
+static void pool_configure_opens_no_connection(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+
+    reset_config();
+    config.prepared = 1;
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    CHECK_LISTS(&pool, 0, 0, 0, 0);
+    CHECK(pool_is_empty(&pool));
+    CHECK(!pool_has_live_connection(&pool));
+    CHECK_INT_EQ(pool.max, 20);
+    /* With --prepared, each new connection prepares the statements, after the deadline. */
+    CHECK(pool.setup_sql != NULL &&
+          strstr(pool.setup_sql, "set statement_timeout = 30000;") == pool.setup_sql);
+    CHECK(pool.setup_sql != NULL && strstr(pool.setup_sql, "prepare test_one as select $1::int;"));
+    CHECK(pool.setup_sql != NULL && strstr(pool.setup_sql, "prepare test_two as select 2;"));
+    pool_finish(&pool, loop);
+}
+
+static void refused_connect_fails_every_admitted_query_once(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    test_query_t t[3];
+
+    reset_config();
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    /* pool_query only queues and starts connecting; one connection per waiter. */
+    for (int i = 0; i < 3; i++) {
+        query_init(&t[i], i % 2);
+        CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
+        CHECK_LISTS(&pool, i + 1, 0, 0, i + 1);
+    }
+    CHECK_INT_EQ(callbacks, 0); /* never before pool_query returns */
+
+    CHECK(wait_for_callbacks(loop, 3));
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT_EQ(t[i].calls, 1);
+        CHECK_INT_EQ(t[i].err, POOL_ERR_UNAVAILABLE);
+        CHECK_INT_EQ(t[i].had_result, 0);
+    }
+    CHECK_LISTS(&pool, 0, 0, 0, 0);
+    CHECK_INT_EQ(pool.stats.connection_errors, 3);
+    CHECK_INT_EQ(pool.stats.connects, 0);
+    CHECK_INT_EQ(pool.stats.rejected, 0);
+    CHECK_INT_EQ(pool.last_connect_ok, 0);
+    CHECK(!pool_has_live_connection(&pool));
+
+    /* The retry timer armed on the way fires into an empty queue: no second callback. */
+    CHECK(run_until(loop, retry_timer_idle, &pool));
+    CHECK_INT_EQ(callbacks, 3);
+    CHECK_LISTS(&pool, 0, 0, 0, 0);
+    pool_finish(&pool, loop);
+}
+
+static void refused_connect_makes_the_next_query_fail_fast(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    test_query_t first, fast, later;
+
+    reset_config();
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    CHECK_INT_EQ(pool.backoff_ms, 50);
+    query_init(&first, 0);
+    CHECK_INT_EQ(pool_query(&pool, &first.q), POOL_ADMITTED);
+    CHECK(wait_for_callbacks(loop, 1));
+    CHECK_INT_EQ(first.err, POOL_ERR_UNAVAILABLE);
+    CHECK_INT_EQ(pool.stats.connection_errors, 1);
+    CHECK(pool.down_until_ns > metrics_now_ns());
+    CHECK_INT_EQ(pool.backoff_ms, 100);
+
+    /* Right after the failure: answered at once, no connection attempt, no callback. */
+    query_init(&fast, 0);
+    CHECK_INT_EQ(pool_query(&pool, &fast.q), POOL_DOWN);
+    CHECK_LISTS(&pool, 0, 0, 0, 0);
+    CHECK_INT_EQ(pool.stats.rejected, 1);
+    CHECK_INT_EQ(pool.stats.connection_errors, 1);
+
+    /* Once the back-off is over, the pool tries again, and fails again, once. */
+    CHECK(run_until(loop, fast_fail_over, &pool));
+    query_init(&later, 1);
+    CHECK_INT_EQ(pool_query(&pool, &later.q), POOL_ADMITTED);
+    CHECK_LISTS(&pool, 1, 0, 0, 1);
+    CHECK(wait_for_callbacks(loop, 2));
+    CHECK_INT_EQ(later.calls, 1);
+    CHECK_INT_EQ(later.err, POOL_ERR_UNAVAILABLE);
+    CHECK_INT_EQ(fast.calls, 0);
+    CHECK_INT_EQ(first.calls, 1);
+    CHECK_INT_EQ(pool.stats.connection_errors, 2);
+    CHECK_INT_EQ(pool.stats.rejected, 1);
+    CHECK_INT_EQ(pool.backoff_ms, 200);
+    pool_finish(&pool, loop);
+}
+
+/* Connections failing together double the back-off once each, up to a second. */
+static void backoff_doubles_up_to_one_second(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    test_query_t t[6];
+
+    reset_config();
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    for (int i = 0; i < 6; i++) {
+        query_init(&t[i], 0);
+        CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
+    }
+    CHECK_LISTS(&pool, 6, 0, 0, 6);
+    CHECK(wait_for_callbacks(loop, 6));
+    CHECK_INT_EQ(pool.stats.connection_errors, 6);
+    CHECK_INT_EQ(pool.backoff_ms, 1000); /* 50 * 2^6 = 3200, capped */
+    for (int i = 0; i < 6; i++)
+        CHECK_INT_EQ(t[i].calls, 1);
+    pool_finish(&pool, loop);
+}
+
+static void queue_full_refuses_the_next_query_without_callback(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    test_query_t t[4];
+
+    reset_config();
+    config.pool_max = 2;
+    config.pool_queue_max = 3;
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    for (int i = 0; i < 3; i++) {
+        query_init(&t[i], 0);
+        CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
+    }
+    /* Two connect (pool_max), all three wait: the loop has not run yet. */
+    CHECK_LISTS(&pool, 2, 0, 0, 3);
+    query_init(&t[3], 0);
+    CHECK_INT_EQ(pool_query(&pool, &t[3].q), POOL_QUEUE_FULL);
+    CHECK_LISTS(&pool, 2, 0, 0, 3);
+    CHECK_INT_EQ(pool.stats.rejected, 1);
+
+    CHECK(wait_for_callbacks(loop, 3));
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT_EQ(t[i].calls, 1);
+        CHECK_INT_EQ(t[i].err, POOL_ERR_UNAVAILABLE);
+    }
+    CHECK_INT_EQ(t[3].calls, 0);
+    CHECK_LISTS(&pool, 0, 0, 0, 0);
+    CHECK_INT_EQ(pool.stats.connection_errors, 2);
+    CHECK_INT_EQ(pool.stats.rejected, 1);
+    CHECK(run_until(loop, retry_timer_idle, &pool));
+    CHECK_INT_EQ(callbacks, 3);
+    pool_finish(&pool, loop);
+}
+
+static void cancelled_waiting_query_gets_no_callback(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    test_query_t t[3];
+
+    reset_config();
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    for (int i = 0; i < 3; i++) {
+        query_init(&t[i], 0);
+        CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
+    }
+    CHECK_LISTS(&pool, 3, 0, 0, 3);
+    pool_query_cancel(&pool, &t[1].q);
+    CHECK_LISTS(&pool, 3, 0, 0, 2);
+    CHECK_INT_EQ(t[1].q.state, POOL_QUERY_DONE);
+    pool_query_cancel(&pool, &t[1].q); /* twice does nothing */
+    CHECK_LISTS(&pool, 3, 0, 0, 2);
+
+    CHECK(wait_for_callbacks(loop, 2));
+    CHECK(run_until(loop, retry_timer_idle, &pool));
+    CHECK_INT_EQ(callbacks, 2);
+    CHECK_INT_EQ(t[0].calls, 1);
+    CHECK_INT_EQ(t[1].calls, 0);
+    CHECK_INT_EQ(t[2].calls, 1);
+    CHECK_INT_EQ(t[0].err, POOL_ERR_UNAVAILABLE);
+    CHECK_INT_EQ(t[2].err, POOL_ERR_UNAVAILABLE);
+    CHECK_INT_EQ(pool.stats.connection_errors, 3);
+    /* Cancelling a query that is already done does nothing either. */
+    pool_query_cancel(&pool, &t[0].q);
+    CHECK_INT_EQ(t[0].calls, 1);
+    CHECK_LISTS(&pool, 0, 0, 0, 0);
+    pool_finish(&pool, loop);
+}
+
+/* The database accepts TCP but never answers: queries wait until the acquire timeout. */
+static void silent_database_times_out_waiting_queries(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    char url[128];
+    test_query_t t[4];
+    int port, lfd = silent_listener(&port);
+
+    snprintf(url, sizeof(url), "postgresql://nobody@127.0.0.1:%d/none", port);
+    reset_config();
+    config.pool_max = 2;
+    config.pool_queue_max = 3;
+    config.pool_acquire_timeout_ms = 50;
+    config.pool_connect_timeout_ms = 300;
+    CHECK_INT_EQ(pool_open(&pool, loop, url), 0);
+    for (int i = 0; i < 3; i++) {
+        query_init(&t[i], 0);
+        CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
+    }
+    CHECK_LISTS(&pool, 2, 0, 0, 3);
+    h2o_evloop_run(loop, 10); /* the TCP connects complete; the startup packets go unanswered */
+    CHECK_INT_EQ(callbacks, 0);
+    CHECK_LISTS(&pool, 2, 0, 0, 3);
+    query_init(&t[3], 0);
+    CHECK_INT_EQ(pool_query(&pool, &t[3].q), POOL_QUEUE_FULL);
+    CHECK_INT_EQ(pool.stats.rejected, 1);
+
+    CHECK(wait_for_callbacks(loop, 3));
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT_EQ(t[i].calls, 1);
+        CHECK_INT_EQ(t[i].err, POOL_ERR_ACQUIRE_TIMEOUT);
+    }
+    CHECK_INT_EQ(t[3].calls, 0);
+    CHECK_INT_EQ(pool.stats.acquire_timeouts, 3);
+    CHECK_INT_EQ(pool.stats.connection_errors, 0);
+    /* The connections are still trying: not failures yet, and not live either. */
+    CHECK_LISTS(&pool, 2, 0, 0, 0);
+    CHECK(!pool_has_live_connection(&pool));
+    CHECK(!pool_is_empty(&pool));
+
+    /* Nobody waits for them; the connect timeout ends them without another callback. */
+    CHECK(run_until(loop, pool_emptied, &pool));
+    CHECK_INT_EQ(pool.stats.connection_errors, 2);
+    CHECK_INT_EQ(callbacks, 3);
+    pool_finish(&pool, loop);
+    close(lfd);
+}
+
+static void silent_database_connect_timeout_fails_waiting_queries(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    char url[128];
+    test_query_t t[3], fast;
+    int port, lfd = silent_listener(&port);
+
+    snprintf(url, sizeof(url), "postgresql://nobody@127.0.0.1:%d/none", port);
+    reset_config();
+    config.pool_max = 2;
+    config.pool_connect_timeout_ms = 100;
+    CHECK_INT_EQ(pool_open(&pool, loop, url), 0);
+    for (int i = 0; i < 3; i++) {
+        query_init(&t[i], 0);
+        CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
+    }
+    CHECK_LISTS(&pool, 2, 0, 0, 3);
+
+    /* Both connects time out; with no connection left, all three waiters fail together. */
+    CHECK(wait_for_callbacks(loop, 3));
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT_EQ(t[i].calls, 1);
+        CHECK_INT_EQ(t[i].err, POOL_ERR_UNAVAILABLE);
+    }
+    CHECK_LISTS(&pool, 0, 0, 0, 0);
+    CHECK_INT_EQ(pool.stats.connection_errors, 2);
+    CHECK_INT_EQ(pool.stats.acquire_timeouts, 0);
+
+    /* A timed-out connect counts as a failed one: fast-fail follows. */
+    query_init(&fast, 0);
+    CHECK_INT_EQ(pool_query(&pool, &fast.q), POOL_DOWN);
+    CHECK_INT_EQ(pool.stats.rejected, 1);
+    CHECK(run_until(loop, retry_timer_idle, &pool));
+    CHECK_INT_EQ(callbacks, 3);
+    pool_finish(&pool, loop);
+    close(lfd);
+}
+
+/* Graceful shutdown: queries already queued still get their one answer. */
+static void shutdown_lets_waiting_queries_finish(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    test_query_t t[3];
+
+    reset_config();
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    for (int i = 0; i < 3; i++) {
+        query_init(&t[i], 1);
+        CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
+    }
+    pool_query_cancel(&pool, &t[2].q);
+    CHECK_LISTS(&pool, 3, 0, 0, 2);
+
+    pool_shutdown(&pool);
+    CHECK_INT_EQ(callbacks, 0);
+    CHECK_LISTS(&pool, 3, 0, 0, 2);
+    CHECK(!pool_is_empty(&pool));
+
+    CHECK(run_until(loop, pool_emptied, &pool));
+    CHECK(wait_for_callbacks(loop, 2));
+    CHECK_INT_EQ(t[0].calls, 1);
+    CHECK_INT_EQ(t[1].calls, 1);
+    CHECK_INT_EQ(t[2].calls, 0);
+    CHECK_INT_EQ(t[0].err, POOL_ERR_UNAVAILABLE);
+    CHECK_INT_EQ(t[1].err, POOL_ERR_UNAVAILABLE);
+    CHECK_LISTS(&pool, 0, 0, 0, 0);
+    CHECK_INT_EQ(pool.stats.connection_errors, 3);
+    CHECK_INT_EQ(pool.stats.rejected, 0);
+    pool_finish(&pool, loop);
+}
+
+/* A connection that nobody waits for any more still ends once the pool shuts down. */
+static void shutdown_empties_the_pool_within_the_connect_timeout(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    char url[128];
+    test_query_t t;
+    int port, lfd = silent_listener(&port);
+
+    snprintf(url, sizeof(url), "postgresql://nobody@127.0.0.1:%d/none", port);
+    reset_config();
+    config.pool_connect_timeout_ms = 200;
+    CHECK_INT_EQ(pool_open(&pool, loop, url), 0);
+    query_init(&t, 0);
+    CHECK_INT_EQ(pool_query(&pool, &t.q), POOL_ADMITTED);
+    h2o_evloop_run(loop, 10);
+    pool_query_cancel(&pool, &t.q);
+    CHECK_LISTS(&pool, 1, 0, 0, 0);
+
+    pool_shutdown(&pool);
+    CHECK(run_until(loop, pool_emptied, &pool));
+    CHECK_LISTS(&pool, 0, 0, 0, 0);
+    CHECK_INT_EQ(callbacks, 0);
+    pool_finish(&pool, loop);
+    close(lfd);
+}
+
+/* Settings come from the environment too; the tests must not depend on the caller's. */
+static void unset_environment(void)
+{
+    char names[] = "CLIENT_TIMEOUT_MS DB_URL HOST LAG_INTERVAL_MS LOG_LEVEL MAX_BODY_BYTES "
+                   "METRICS_HOST METRICS_PORT PGCONNECT_TIMEOUT PGHOST PGHOSTADDR PGPORT PGSERVICE "
+                   "PGSSLMODE POOL_ACQUIRE_TIMEOUT_MS POOL_CONNECT_TIMEOUT_MS POOL_IDLE_TIMEOUT_MS "
+                   "POOL_MAX POOL_QUEUE_MAX PORT PREPARED PRIMES_MAX QUERY_TIMEOUT_MS "
+                   "SERVER_TIMING SHUTDOWN_TIMEOUT_MS STATIC_DIR";
+    char *save = NULL;
+    for (char *name = strtok_r(names, " ", &save); name != NULL; name = strtok_r(NULL, " ", &save))
+        unsetenv(name);
+}
+
+int main(void)
+{
+    unset_environment();
+
+    CHECK_RUN(pool_configure_refuses_a_malformed_url);
+    CHECK_RUN(pool_configure_opens_no_connection);
+    CHECK_RUN(refused_connect_fails_every_admitted_query_once);
+    CHECK_RUN(refused_connect_makes_the_next_query_fail_fast);
+    CHECK_RUN(backoff_doubles_up_to_one_second);
+    CHECK_RUN(queue_full_refuses_the_next_query_without_callback);
+    CHECK_RUN(cancelled_waiting_query_gets_no_callback);
+    CHECK_RUN(silent_database_times_out_waiting_queries);
+    CHECK_RUN(silent_database_connect_timeout_fails_waiting_queries);
+    CHECK_RUN(shutdown_lets_waiting_queries_finish);
+    CHECK_RUN(shutdown_empties_the_pool_within_the_connect_timeout);
+    return check_summary();
+}

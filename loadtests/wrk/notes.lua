@@ -1,0 +1,162 @@
+-- notes.lua: the load tests' request mixes for wrk 4 (LuaJIT).
+--
+-- One script for every workload; MODE picks it:
+--   read    70% GET /notes/{random id}, 30% GET /notes?tag={one of 8 tags}
+--   write   50% POST /notes, 50% PUT /notes/{random id}
+--   mixed   80% the read mix, 20% the write mix
+--   json    GET /json
+--   hello   GET /
+--   status  GET /status
+--   primes  GET /primes
+--   static  GET /static/app.min.js (loadtests/static/, ~88 KB)
+-- The shares mirror loadtests/mixes.json (loadtests/k6/test_mix.mjs checks
+-- that they agree). Random ids are 1..MAX_ID (default 200000).
+--
+--   MODE=mixed wrk -t2 -c100 -d3m --latency -s loadtests/wrk/notes.lua http://127.0.0.1:8080
+--
+-- At the end it prints requests, duration, req/s, latency percentiles, socket
+-- errors and non-2xx responses, then one machine-readable line:
+--   WRK_JSON {"mode":"read","requests":N,"duration_s":..,"rps":..,"p50_ms":..,
+--             "p95_ms":..,"p99_ms":..,"max_ms":..,"non2xx":N,"socket_errors":N}
+
+local MODE = os.getenv("MODE") or "read"
+local MAX_ID = tonumber(os.getenv("MAX_ID") or "200000")
+
+local TAGS = { "js", "ts", "node", "bun", "deno", "postgres", "http", "perf" }
+local NOTE_BODY = string.rep("Seeded note body for the JS test. ", 4)
+
+-- kind = { method, path, expected status }; {id} and {tag} are filled per request
+local REQUESTS = {
+  get_note    = { "GET",  "/notes/{id}",           200 },
+  list_by_tag = { "GET",  "/notes?tag={tag}",      200 },
+  insert_note = { "POST", "/notes",                201 },
+  update_note = { "PUT",  "/notes/{id}",           200 },
+  get_json    = { "GET",  "/json",                 200 },
+  get_hello   = { "GET",  "/",                     200 },
+  get_status  = { "GET",  "/status",               200 },
+  get_primes  = { "GET",  "/primes",               200 },
+  get_static  = { "GET",  "/static/app.min.js",    200 },
+}
+
+-- mode = { { kind or mode, percent }, ... }
+local MIXES = {
+  read   = { { "get_note", 70 }, { "list_by_tag", 30 } },
+  write  = { { "insert_note", 50 }, { "update_note", 50 } },
+  mixed  = { { "read", 80 }, { "write", 20 } },
+  json   = { { "get_json", 100 } },
+  hello  = { { "get_hello", 100 } },
+  status = { { "get_status", 100 } },
+  primes = { { "get_primes", 100 } },
+  static = { { "get_static", 100 } },
+}
+
+if not MIXES[MODE] then
+  local known = {}
+  for name in pairs(MIXES) do known[#known + 1] = name end
+  table.sort(known)
+  io.stderr:write("notes.lua: unknown MODE '" .. MODE .. "' (known: " .. table.concat(known, ", ") .. ")\n")
+  os.exit(2)
+end
+if not MAX_ID or MAX_ID < 1 or MAX_ID ~= math.floor(MAX_ID) then
+  io.stderr:write("notes.lua: MAX_ID must be a positive integer\n")
+  os.exit(2)
+end
+
+local JSON_HEADERS = { ["Content-Type"] = "application/json" }
+
+-- ------------------------------------------------------------ main thread
+
+local threads = {}
+
+function setup(thread)
+  thread:set("thread_id", #threads + 1)
+  threads[#threads + 1] = thread
+end
+
+-- ------------------------------------------------------------ worker threads
+
+-- global, so that done() can read it with thread:get("non2xx")
+non2xx = 0
+local sent = 0
+
+function init(args)
+  math.randomseed(os.time() * 1000 + (thread_id or 0) * 7919)
+  -- the first values of a freshly seeded generator are poorly spread
+  for _ = 1, 10 do math.random() end
+end
+
+local function pick(entries)
+  local total = 0
+  for _, e in ipairs(entries) do total = total + e[2] end
+  local x = math.random() * total
+  for _, e in ipairs(entries) do
+    if x < e[2] then return e[1] end
+    x = x - e[2]
+  end
+  return entries[#entries][1]
+end
+
+-- follows nested modes ("mixed" -> "read" -> "get_note") down to a request kind
+local function draw_kind(mode)
+  local key = mode
+  for _ = 1, 4 do
+    if not MIXES[key] then return key end
+    key = pick(MIXES[key])
+  end
+  error("notes.lua: modes nest too deeply at " .. key)
+end
+
+local function note_json()
+  local title = string.format("Note from wrk thread %d req %d", thread_id or 0, sent)
+  local tag = TAGS[math.random(#TAGS)]
+  return string.format('{"title":"%s","body":"%s","tag":"%s"}', title, NOTE_BODY, tag)
+end
+
+function request()
+  sent = sent + 1
+  local kind = draw_kind(MODE)
+  local r = REQUESTS[kind]
+  local path = r[2]
+  path = path:gsub("{id}", function() return tostring(math.random(MAX_ID)) end)
+  path = path:gsub("{tag}", function() return TAGS[math.random(#TAGS)] end)
+  if r[1] == "POST" or r[1] == "PUT" then
+    return wrk.format(r[1], path, JSON_HEADERS, note_json())
+  end
+  return wrk.format(r[1], path)
+end
+
+function response(status, headers, body)
+  if status < 200 or status > 299 then
+    non2xx = non2xx + 1
+  end
+end
+
+-- ------------------------------------------------------------ report
+
+local function ms(us)
+  return us / 1000
+end
+
+function done(summary, latency, requests)
+  local bad = 0
+  for _, t in ipairs(threads) do
+    bad = bad + (tonumber(t:get("non2xx")) or 0)
+  end
+  local e = summary.errors
+  local socket_errors = e.connect + e.read + e.write + e.timeout
+  local seconds = summary.duration / 1e6
+  local rps = seconds > 0 and summary.requests / seconds or 0
+  local p50, p95, p99 = latency:percentile(50), latency:percentile(95), latency:percentile(99)
+
+  io.write(string.format("mode          %s\n", MODE))
+  io.write(string.format("requests      %d\n", summary.requests))
+  io.write(string.format("duration      %.2f s\n", seconds))
+  io.write(string.format("req/s         %.1f\n", rps))
+  io.write(string.format("latency ms    p50 %.3f  p95 %.3f  p99 %.3f  max %.3f\n", ms(p50), ms(p95), ms(p99), ms(latency.max)))
+  io.write(string.format("socket errors %d (connect %d, read %d, write %d, timeout %d)\n",
+    socket_errors, e.connect, e.read, e.write, e.timeout))
+  io.write(string.format("non-2xx       %d (wrk's own count of status >= 400: %d)\n", bad, e.status))
+  io.write(string.format(
+    'WRK_JSON {"mode":"%s","requests":%d,"duration_s":%.3f,"rps":%.1f,"p50_ms":%.3f,"p95_ms":%.3f,"p99_ms":%.3f,"max_ms":%.3f,"non2xx":%d,"socket_errors":%d}\n',
+    MODE, summary.requests, seconds, rps, ms(p50), ms(p95), ms(p99), ms(latency.max), bad, socket_errors))
+end

@@ -352,8 +352,9 @@ static void pool_metrics(out_t *o)
            "Queries that waited longer than POOL_ACQUIRE_TIMEOUT_MS (503).");
     put(o, "notes_db_pool_acquire_timeouts_total %llu\n",
         (unsigned long long)pool->stats.acquire_timeouts);
-    family(o, "notes_db_query_timeouts_total", "counter",
-           "Queries that ran past QUERY_TIMEOUT_MS on the loop (504).");
+    family(
+        o, "notes_db_query_timeouts_total", "counter",
+        "Queries that ran past QUERY_TIMEOUT_MS (504): statement_timeout, or the loop's backstop.");
     put(o, "notes_db_query_timeouts_total %llu\n", (unsigned long long)pool->stats.query_timeouts);
 }
 

@@ -294,6 +294,13 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
     h2o_timeout_unlink(&conn->query_entry);
     histogram_observe(&pool->stats.query[conn->statement], (double)took / 1e9);
     conn->query = NULL;
+    /* statement_timeout (query_canceled) is the usual way a query runs out of
+     * time; the loop's deadline is only the backstop. Both count. */
+    if (PQresultStatus(res) == PGRES_FATAL_ERROR) {
+        const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        if (sqlstate != NULL && strcmp(sqlstate, "57014") == 0)
+            pool->stats.query_timeouts++;
+    }
     if (q != NULL) {
         q->duration_ns = took;
         finish_query(q, res, POOL_OK);
@@ -325,8 +332,8 @@ static void on_query_timeout(h2o_timeout_entry_t *entry)
         conn_discard(conn, POOL_ERR_UNAVAILABLE, "connecting timed out");
         return;
     }
-    /* libpq 15 has no non-blocking cancel; the server-side statement_timeout
-     * stops the statement, and the connection is replaced, never half-read. */
+    /* The server did not answer even its own statement_timeout. libpq 15 has
+     * no non-blocking cancel: the connection is replaced, never half-read. */
     conn->pool->stats.query_timeouts++;
     conn_discard(conn, POOL_ERR_QUERY_TIMEOUT, "query deadline passed");
 }
@@ -456,7 +463,9 @@ void pool_start(pool_t *pool, h2o_loop_t *loop)
     pool->loop = loop;
     h2o_timeout_init(loop, &pool->idle_timeout, (uint64_t)config.pool_idle_timeout_ms);
     h2o_timeout_init(loop, &pool->acquire_timeout, (uint64_t)config.pool_acquire_timeout_ms);
-    h2o_timeout_init(loop, &pool->query_timeout, (uint64_t)config.query_timeout_ms);
+    /* The server's statement_timeout ends a slow query and keeps the connection;
+     * this deadline, a second later, catches a database that stopped answering. */
+    h2o_timeout_init(loop, &pool->query_timeout, (uint64_t)config.query_timeout_ms + 1000);
     h2o_timeout_init(loop, &pool->retry_timeout, 100);
     h2o_timeout_init(loop, &pool->connect_timeout, (uint64_t)config.pool_connect_timeout_ms);
     h2o_timeout_init(loop, &pool->defer_timeout, 0);

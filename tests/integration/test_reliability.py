@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from notes_testlib import (REPO, Notesd, PrivatePostgres, create_database, db_connect, main,
+from notes_testlib import (REPO, SANITIZED, Notesd, PrivatePostgres, create_database, db_connect, main,
                            poll, proc_stat, request)
 from test_metrics import parse, value
 
@@ -211,7 +211,8 @@ class OverloadTest(unittest.TestCase):
         statuses = sorted(r[0] for r in results)
         figure(f"acquire timeout 300 ms, query timeout 1500 ms: "
                + ", ".join(f"{s} after {d:.2f} s" for s, d in sorted(results)))
-        # One query ran into the lock and hit its deadline; three waited too long.
+        # One query ran into the lock and hit its deadline (the server's
+        # statement_timeout); three waited too long for the one connection.
         self.assertEqual(statuses, [503, 503, 503, 504])
         for status, took in results:
             if status == 503:
@@ -308,8 +309,8 @@ def socket_refused(port):
     try:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
         return False
-    except ConnectionRefusedError:
-        return True
+    except (ConnectionRefusedError, ConnectionResetError):
+        return True  # reset: it reached the backlog just as the listener closed
 
 
 class HostileClientTest(unittest.TestCase):
@@ -374,7 +375,8 @@ class HostileClientTest(unittest.TestCase):
                f" fds {fds0} -> {fds1}")
         self.assertEqual(count(self.db), rows_before, "a bad request wrote a row")
         self.assertLessEqual(fds1, fds0)
-        self.assertLess(rss1 - rss0, 2 << 20)
+        if not SANITIZED:  # ASan keeps freed memory in quarantine, so RSS grows there
+            self.assertLess(rss1 - rss0, 2 << 20)
 
 
 def count(db):

@@ -86,9 +86,9 @@ static int sync_socket(pgconn_t *conn)
     return 0;
 }
 
-/* Flushes libpq's output buffer; waits for writability if it is not empty.
- * Returns 0, or -1 after calling fail(). */
-static int flush(pgconn_t *conn)
+/* Flushes libpq's output buffer; waits for writability if some is left.
+ * Returns 0, or -1 when the connection is broken (no callback). */
+static int try_flush(pgconn_t *conn)
 {
     switch (PQflush(conn->pg)) {
     case 0:
@@ -99,9 +99,17 @@ static int flush(pgconn_t *conn)
             h2o_socket_notify_write(conn->sock, on_writable);
         return 0;
     default:
-        fail_with_libpq_error(conn);
         return -1;
     }
+}
+
+/* try_flush, reporting a broken connection through on_failed. */
+static int flush(pgconn_t *conn)
+{
+    if (try_flush(conn) == 0)
+        return 0;
+    fail_with_libpq_error(conn);
+    return -1;
 }
 
 static void poll_connect(pgconn_t *conn)
@@ -276,17 +284,11 @@ int pgconn_send(pgconn_t *conn, const char *sql_or_name, int prepared, int npara
     if (!ok)
         return -1;
     conn->state = PGCONN_QUERY;
-    switch (PQflush(conn->pg)) {
-    case 0:
-        return 0;
-    case 1:
-        if (!h2o_socket_is_writing(conn->sock))
-            h2o_socket_notify_write(conn->sock, on_writable);
-        return 0;
-    default:
+    if (try_flush(conn) != 0) {
         conn->state = PGCONN_FAILED;
         return -1;
     }
+    return 0;
 }
 
 const char *pgconn_error(pgconn_t *conn)

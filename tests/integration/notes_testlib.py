@@ -262,3 +262,25 @@ def proc_stat(pid):
     rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
     fds = len(os.listdir(f"/proc/{pid}/fd"))
     return cpu, rss, fds
+
+
+class ServerTestCase(unittest.TestCase):
+    """A suite with a database of its own (a copy of the seeded template) and
+    one notesd on it. Subclasses set `database` and may set `env`/`args`."""
+
+    database = None
+    env = None
+    args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.db_url = create_database(cls.database)
+        cls.db = db_connect(cls.database)
+        cls.server = Notesd(cls.db_url, cls.args, env=cls.env)
+        cls.port = cls.server.port
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.server.stop()
+        cls.db.close()
+        assert code == 0, f"notesd exited with {code}: {cls.server.output}"

@@ -4,8 +4,8 @@ is written: where the reference app would crash or answer 500, notesd refuses.""
 import json
 import unittest
 
-from notes_testlib import (Notesd, count_rows, create_database, db_connect, expected_note, main,
-                           raw_request, request)
+from notes_testlib import (ServerTestCase, count_rows, expected_note, main, raw_request,
+                           request)
 
 GOOD = {"title": "t", "body": "b", "tag": "x"}
 JSON = {"Content-Type": "application/json"}
@@ -81,20 +81,8 @@ METHOD_CASES = [
 ]
 
 
-class ErrorsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.db = db_connect_name = None
-        cls.db_url = create_database("errors")
-        cls.db = db_connect("errors")
-        cls.server = Notesd(cls.db_url)
-        cls.port = cls.server.port
-
-    @classmethod
-    def tearDownClass(cls):
-        code = cls.server.stop()
-        cls.db.close()
-        assert code == 0, f"notesd exited with {code}: {cls.server.output}"
+class ErrorsTest(ServerTestCase):
+    database = "errors"
 
     def test_every_bad_request_gets_its_4xx_and_writes_nothing(self):
         note3 = expected_note(self.db, 3)

@@ -10,7 +10,8 @@ import threading
 import time
 import unittest
 
-from notes_testlib import SANITIZED, Notesd, create_database, db_connect, free_port, main, poll, request
+from notes_testlib import (SANITIZED, Notesd, ServerTestCase, db_connect, free_port, main, poll,
+                           request)
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
 
@@ -32,19 +33,9 @@ def value(samples, name, **labels):
     return samples.get((name, frozenset(labels.items())), 0.0)
 
 
-class MetricsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.db_url = create_database("metrics")
-        cls.db = db_connect("metrics")
-        cls.server = Notesd(cls.db_url, env={"POOL_MAX": "2", "LAG_INTERVAL_MS": "100"})
-        cls.port = cls.server.port
-
-    @classmethod
-    def tearDownClass(cls):
-        code = cls.server.stop()
-        cls.db.close()
-        assert code == 0, f"notesd exited with {code}: {cls.server.output}"
+class MetricsTest(ServerTestCase):
+    database = "metrics"
+    env = {"POOL_MAX": "2", "LAG_INTERVAL_MS": "100"}
 
     def scrape(self):
         return parse(self.server.metrics())

@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from notes_testlib import (REPO, SANITIZED, Notesd, PrivatePostgres, create_database, db_connect, main,
+from notes_testlib import (REPO, SANITIZED, Notesd, ServerTestCase, PrivatePostgres, create_database, db_connect, main,
                            poll, proc_stat, request)
 from test_metrics import parse, value
 
@@ -313,19 +313,9 @@ def socket_refused(port):
         return True  # reset: it reached the backlog just as the listener closed
 
 
-class HostileClientTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.db_url = create_database("hostile")
-        cls.db = db_connect("hostile")
-        cls.server = Notesd(cls.db_url, env={"CLIENT_TIMEOUT_MS": "500",
-                                             "STATIC_DIR": os.path.join(REPO, "loadtests", "static")})
-
-    @classmethod
-    def tearDownClass(cls):
-        code = cls.server.stop()
-        cls.db.close()
-        assert code == 0, cls.server.output
+class HostileClientTest(ServerTestCase):
+    database = "hostile"
+    env = {"CLIENT_TIMEOUT_MS": "500", "STATIC_DIR": os.path.join(REPO, "loadtests", "static")}
 
     def test_slow_and_idle_clients_are_timed_out(self):
         for data in (b"", b"GET /notes/1 HTTP/1.1\r\nHost: x\r\n",

@@ -3,8 +3,8 @@
  *
  * A repeating timer of `interval_ms` on the loop; each tick records how late it
  * fired: max(0, now - last - interval), with CLOCK_MONOTONIC rather than the
- * loop's cached millisecond clock. Samples go into a cumulative histogram and
- * into a window that the metrics scrape reads and resets.
+ * loop's cached millisecond clock, on a timerfd rather than an h2o timeout. Samples go into a
+ * cumulative histogram and into a window that the metrics scrape reads and resets.
  */
 #ifndef NOTESD_LAG_H
 #define NOTESD_LAG_H

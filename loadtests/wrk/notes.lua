@@ -18,6 +18,10 @@
 -- errors and non-2xx responses, then one machine-readable line:
 --   WRK_JSON {"mode":"read","requests":N,"duration_s":..,"rps":..,"p50_ms":..,
 --             "p95_ms":..,"p99_ms":..,"max_ms":..,"non2xx":N,"socket_errors":N}
+-- With BREAKDOWN=1 the line also carries counts per request name (the names
+-- of mixes.json) before its closing brace (see "per-name breakdown" below):
+--   ...,"socket_errors":N,"sent":{"GET /notes/:id":N,..},
+--       "responses":{"GET /notes/:id 200":N,..,"? 503":N}}
 
 local MODE = os.getenv("MODE") or "read"
 local MAX_ID = tonumber(os.getenv("MAX_ID") or "200000")
@@ -133,6 +137,144 @@ end
 
 -- ------------------------------------------------------------ report
 
+-- Per-name breakdown (BREAKDOWN=1), for comparing wrk's counts with the
+-- server's per-route counters (loadtests/reconcile).
+--
+-- wrk tells response() nothing about the request it answers, and with many
+-- connections per thread responses arrive in any order. So request() and
+-- response() are wrapped here: the request's name is read back from the
+-- request line wrk.format built, and a response is attributed by what only
+-- one request kind of the mode can produce:
+--   - a mode with a single kind: that kind;
+--   - 201: the kind expected to answer 201 (POST /notes);
+--   - a 2xx body starting with "[": GET /notes?tag= (the only list);
+--   - a 2xx object whose title is one this thread sent in a PUT still waiting
+--     for its answer: PUT /notes/:id (titles are unique per thread; a GET that
+--     happens to read such a row first swaps names with that PUT, which leaves
+--     both counts right);
+--   - any other 2xx object: GET /notes/:id if the mode has it, else PUT.
+-- Responses that cannot be attributed (non-2xx in a mode with several kinds)
+-- are counted under the name "?" with their status, never dropped.
+-- Names are mixes.json's: the method, then the path with {id} as :id and
+-- {tag} left empty ("GET /notes?tag=").
+
+local BREAKDOWN = (os.getenv("BREAKDOWN") or "") == "1"
+
+local function kinds_of(mode, out)
+  out = out or {}
+  if not MIXES[mode] then
+    out[mode] = true
+  else
+    for _, e in ipairs(MIXES[mode]) do kinds_of(e[1], out) end
+  end
+  return out
+end
+
+local MODE_KINDS = {}   -- { kind, name, method, pattern, expected } of this mode
+for kind in pairs(kinds_of(MODE)) do
+  local r = REQUESTS[kind]
+  local template = r[2]:gsub("%?", "\1"):gsub("[%^%$%(%)%%%.%[%]%*%+%-]", "%%%0"):gsub("\1", "%%?")
+  MODE_KINDS[#MODE_KINDS + 1] = {
+    kind = kind,
+    name = r[1] .. " " .. r[2]:gsub("{id}", ":id"):gsub("{tag}", ""),
+    method = r[1],
+    pattern = "^" .. template:gsub("{id}", "%%d+"):gsub("{tag}", "[^&]*") .. "$",
+    expected = r[3],
+  }
+end
+table.sort(MODE_KINDS, function(a, b) return a.kind < b.kind end)
+
+local function mode_has(kind)
+  for _, k in ipairs(MODE_KINDS) do
+    if k.kind == kind then return k end
+  end
+end
+
+local function name_of_request(req)
+  local method, path = req:match("^(%u+) (%S+) HTTP/")
+  for _, k in ipairs(MODE_KINDS) do
+    if k.method == method and path and path:match(k.pattern) then return k.name end
+  end
+  return "?"
+end
+
+local function bump(t, key)
+  t[key] = (t[key] or 0) + 1
+end
+
+local function title_of(text)
+  return text:match('"title":"(Note from wrk [^"]*)"')
+end
+
+if BREAKDOWN then
+  -- globals, so that done() can read them with thread:get()
+  sent_by_name = {}
+  responses_by_name = {}
+  local pending_put = {}   -- title -> PUTs with that title waiting for an answer
+  local only = #MODE_KINDS == 1 and MODE_KINDS[1].name or nil
+  local insert = mode_has("insert_note")
+  local list = mode_has("list_by_tag")
+  local get = mode_has("get_note")
+  local put = mode_has("update_note")
+
+  local plain_request, plain_response = request, response
+
+  request = function()
+    local req = plain_request()
+    local name = name_of_request(req)
+    bump(sent_by_name, name)
+    if put and name == put.name then
+      local title = title_of(req)
+      if title then pending_put[title] = (pending_put[title] or 0) + 1 end
+    end
+    return req
+  end
+
+  local function attribute(status, body)
+    if only then return only end
+    if status < 200 or status > 299 then return "?" end
+    if status == 201 and insert then return insert.name end
+    local first = body and body:match("^%s*(%S)")
+    if first == "[" and list then return list.name end
+    if first == "{" then
+      local title = put and title_of(body)
+      local n = title and pending_put[title]
+      if n then
+        pending_put[title] = n > 1 and n - 1 or nil
+        return put.name
+      end
+      if get then return get.name end
+      if put then return put.name end
+    end
+    return "?"
+  end
+
+  response = function(status, headers, body)
+    plain_response(status, headers, body)
+    bump(responses_by_name, attribute(status, body) .. " " .. status)
+  end
+end
+
+-- ,"key":{"a":1,...} with the keys sorted, for the WRK_JSON line
+local function json_counts(key, counts)
+  local keys = {}
+  for k in pairs(counts) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do
+    parts[#parts + 1] = string.format('"%s":%d', k:gsub('[%c"\\]', ""), counts[k])
+  end
+  return string.format(',"%s":{%s}', key, table.concat(parts, ","))
+end
+
+local function merged(name)
+  local total = {}
+  for _, t in ipairs(threads) do
+    for k, v in pairs(t:get(name) or {}) do total[k] = (total[k] or 0) + v end
+  end
+  return total
+end
+
 local function ms(us)
   return us / 1000
 end
@@ -156,7 +298,12 @@ function done(summary, latency, requests)
   io.write(string.format("socket errors %d (connect %d, read %d, write %d, timeout %d)\n",
     socket_errors, e.connect, e.read, e.write, e.timeout))
   io.write(string.format("non-2xx       %d (wrk's own count of status >= 400: %d)\n", bad, e.status))
-  io.write(string.format(
+  local line = string.format(
     'WRK_JSON {"mode":"%s","requests":%d,"duration_s":%.3f,"rps":%.1f,"p50_ms":%.3f,"p95_ms":%.3f,"p99_ms":%.3f,"max_ms":%.3f,"non2xx":%d,"socket_errors":%d}\n',
-    MODE, summary.requests, seconds, rps, ms(p50), ms(p95), ms(p99), ms(latency.max), bad, socket_errors))
+    MODE, summary.requests, seconds, rps, ms(p50), ms(p95), ms(p99), ms(latency.max), bad, socket_errors)
+  if BREAKDOWN then
+    line = line:gsub("}\n$", "") .. json_counts("sent", merged("sent_by_name"))
+      .. json_counts("responses", merged("responses_by_name")) .. "}\n"
+  end
+  io.write(line)
 end

@@ -67,6 +67,8 @@ static const struct option_row options[] = {
      INT_MAX, "how long SIGTERM waits for in-flight requests"},
     {"static-dir", "STATIC_DIR", OPT_STRING, FIELD(static_dir), "static", 0, 0,
      "directory served under /static/"},
+    {"threads", "THREADS", OPT_INT, FIELD(threads), "1", 1, 64,
+     "event loops, one thread each, sharing the port (SO_REUSEPORT) and POOL_MAX"},
 };
 
 #define NUM_OPTIONS (sizeof(options) / sizeof(options[0]))

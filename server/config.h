@@ -32,6 +32,7 @@ typedef struct notesd_config {
     int max_body_bytes;          /* request bodies above this get 413 */
     int shutdown_timeout_ms;     /* how long a graceful shutdown may take */
     int server_timing;           /* 1: send Server-Timing on API responses */
+    int threads;                 /* event loops, one per thread, each with a pool slice */
     int log_level;               /* enum log_level */
 } notesd_config_t;
 

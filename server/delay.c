@@ -27,11 +27,12 @@ typedef struct delay_ctx {
     long ms;
 } delay_ctx_t;
 
-static pending_t heap[DELAY_MAX_PENDING];
-static size_t heap_len;
-static h2o_socket_t *timer_sock;
-static uint64_t armed_for_ns;
-static uint64_t rng = 0x853c49e6748fea9bULL;
+/* One heap and timer per loop, used only by its thread. */
+static __thread pending_t *heap; /* DELAY_MAX_PENDING entries */
+static __thread size_t heap_len;
+static __thread h2o_socket_t *timer_sock;
+static __thread uint64_t armed_for_ns;
+static __thread uint64_t rng = 0x853c49e6748fea9bULL;
 
 static double next_uniform(void)
 {
@@ -212,6 +213,9 @@ void delay_register(h2o_hostconf_t *host)
 
 void delay_start(h2o_loop_t *loop)
 {
+    heap = calloc(DELAY_MAX_PENDING, sizeof(*heap));
+    if (heap == NULL)
+        abort();
     int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (fd < 0)
         return; /* /delay then answers 503 */

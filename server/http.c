@@ -1,11 +1,9 @@
 /*
- * http.c - h2o set-up: hosts, routes, listeners (see http.h).
+ * http.c - h2o set-up: hosts, routes, listeners, one context per loop (see http.h).
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -16,6 +14,7 @@
 #include "metrics.h"
 
 notesd_server_t server;
+__thread notesd_loop_t *this_loop;
 
 h2o_pathconf_t *http_register(h2o_hostconf_t *host, const char *path,
                               int (*on_req)(h2o_handler_t *, h2o_req_t *))
@@ -53,7 +52,8 @@ void http_configure(void)
 
 static void on_connection_closed(void *data)
 {
-    server.open_connections--;
+    notesd_loop_t *loop = data;
+    STAT_SUB(loop->open_connections, 1);
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err)
@@ -65,15 +65,16 @@ static void on_accept(h2o_socket_t *listener, const char *err)
         return;
     /* Accept everything that is waiting, so a burst costs one wake-up. */
     while ((sock = h2o_evloop_socket_accept(listener)) != NULL) {
-        server.open_connections++;
+        STAT_ADD(this_loop->open_connections, 1);
         sock->on_close.cb = on_connection_closed;
-        sock->on_close.data = NULL;
+        sock->on_close.data = this_loop;
         h2o_accept(accept_ctx, sock);
     }
 }
 
-static int open_listener(const char *host, int port, h2o_accept_ctx_t *accept_ctx,
-                         h2o_socket_t **out)
+/* Binds and listens; with `reuseport`, several loops can each have a socket on
+ * the same port and the kernel spreads new connections among them. */
+static int bind_listen(const char *host, int port, int reuseport)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
@@ -90,6 +91,7 @@ static int open_listener(const char *host, int port, h2o_accept_ctx_t *accept_ct
     }
     if ((fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
+        (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) != 0) ||
         bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, H2O_SOMAXCONN) != 0) {
         log_error("cannot listen on %s:%d: %s", host, port, strerror(errno));
         if (fd >= 0)
@@ -98,40 +100,54 @@ static int open_listener(const char *host, int port, h2o_accept_ctx_t *accept_ct
         return -1;
     }
     freeaddrinfo(res);
-    *out = h2o_evloop_socket_create(server.ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-    (*out)->data = accept_ctx;
-    h2o_socket_read_start(*out, on_accept);
-    return 0;
+    return fd;
 }
 
-int http_start(void)
+int http_open_listeners(void)
 {
-    h2o_context_init(&server.ctx, h2o_evloop_create(), &server.conf);
-
-    server.api_accept.ctx = &server.ctx;
-    server.api_accept.hosts = server.api_hosts;
-    if (open_listener(config.host, config.port, &server.api_accept, &server.api_listener) != 0)
-        return -1;
-    if (config.metrics_port != 0) {
-        server.metrics_accept.ctx = &server.ctx;
-        server.metrics_accept.hosts = server.metrics_hosts;
-        if (open_listener(config.metrics_host, config.metrics_port, &server.metrics_accept,
-                          &server.metrics_listener) != 0)
+    int reuseport = server.nloops > 1;
+    for (int i = 0; i < server.nloops; i++) {
+        server.loops[i].metrics_fd = -1;
+        if ((server.loops[i].api_fd = bind_listen(config.host, config.port, reuseport)) < 0)
             return -1;
     }
+    if (config.metrics_port != 0 &&
+        (server.loops[0].metrics_fd = bind_listen(config.metrics_host, config.metrics_port, 0)) < 0)
+        return -1;
     return 0;
 }
 
-void http_stop_accepting(void)
+static h2o_socket_t *watch_listener(notesd_loop_t *loop, int fd, h2o_accept_ctx_t *accept_ctx,
+                                    h2o_hostconf_t **hosts)
 {
-    if (server.api_listener != NULL) {
-        h2o_socket_read_stop(server.api_listener);
-        h2o_socket_close(server.api_listener);
-        server.api_listener = NULL;
+    accept_ctx->ctx = &loop->ctx;
+    accept_ctx->hosts = hosts;
+    h2o_socket_t *sock = h2o_evloop_socket_create(loop->ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+    sock->data = accept_ctx;
+    h2o_socket_read_start(sock, on_accept);
+    return sock;
+}
+
+void http_start_loop(notesd_loop_t *loop)
+{
+    this_loop = loop;
+    h2o_context_init(&loop->ctx, h2o_evloop_create(), &server.conf);
+    loop->api_listener = watch_listener(loop, loop->api_fd, &loop->api_accept, server.api_hosts);
+    if (loop->metrics_fd >= 0)
+        loop->metrics_listener =
+            watch_listener(loop, loop->metrics_fd, &loop->metrics_accept, server.metrics_hosts);
+}
+
+void http_stop_accepting(notesd_loop_t *loop)
+{
+    if (loop->api_listener != NULL) {
+        h2o_socket_read_stop(loop->api_listener);
+        h2o_socket_close(loop->api_listener);
+        loop->api_listener = NULL;
     }
-    if (server.metrics_listener != NULL) {
-        h2o_socket_read_stop(server.metrics_listener);
-        h2o_socket_close(server.metrics_listener);
-        server.metrics_listener = NULL;
+    if (loop->metrics_listener != NULL) {
+        h2o_socket_read_stop(loop->metrics_listener);
+        h2o_socket_close(loop->metrics_listener);
+        loop->metrics_listener = NULL;
     }
 }

@@ -1,12 +1,16 @@
 /*
- * main.c - start-up order, signals, the run loop and shutdown.
+ * main.c - start-up order, threads, signals, the run loop and shutdown.
  *
- * Order: settings, then h2o configuration and listeners, then the pool and the
- * lag probe, then one line saying where we listen, then the loop. SIGTERM or
- * SIGINT stops accepting, lets in-flight requests (and their queued queries)
- * finish for up to SHUTDOWN_TIMEOUT_MS, closes the pool and exits 0; a second
- * signal exits at once. Signals arrive through a signalfd on the loop, so no
- * handler runs in the middle of a callback.
+ * Order: settings, then the pool slices (which check DB_URL), then h2o
+ * configuration and the listening sockets, then one thread per extra loop,
+ * then loop 0 on this thread with the lag probe, the metrics port and the
+ * signals, then one line saying where we listen.
+ *
+ * SIGTERM or SIGINT: every loop stops accepting, lets its in-flight requests
+ * (and their queued queries) finish for up to SHUTDOWN_TIMEOUT_MS, closes its
+ * pool; then the process exits 0. A second signal exits at once. Signals arrive
+ * through a signalfd on loop 0, so no handler runs in the middle of a
+ * callback; loop 0 tells the others through an eventfd each.
  *
  * Out of memory: allocation failures abort (h2o already does so underneath
  * us); recovering per request would only be half a policy.
@@ -15,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 #include "config.h"
@@ -24,12 +29,8 @@
 #include "log.h"
 #include "metrics.h"
 
-enum run_state { RUNNING, DRAINING, STOPPED };
-
-static enum run_state run_state = RUNNING;
-static uint64_t drain_deadline_ns;
-static h2o_timeout_t drain_timeout;
-static h2o_timeout_entry_t drain_entry;
+static h2o_socket_t *signals; /* loop 0 only */
+static int shutdown_requested;
 
 /* Prints the database target without its password. */
 static void describe_db(char *out, size_t len)
@@ -52,31 +53,42 @@ static void describe_db(char *out, size_t len)
     PQconninfoFree(opts);
 }
 
+/* ---- one loop's shutdown ----------------------------------------------------------------- */
+
 static void on_drain_check(h2o_timeout_entry_t *entry)
 {
-    int drained = metrics_requests_in_flight() == 0 && pool_is_empty(&server.pool);
-    if (drained || metrics_now_ns() >= drain_deadline_ns) {
+    notesd_loop_t *loop = H2O_STRUCT_FROM_MEMBER(notesd_loop_t, drain_entry, entry);
+    int drained = metrics_requests_in_flight() == 0 && pool_is_empty(&loop->pool);
+
+    if (drained || metrics_now_ns() >= loop->drain_deadline_ns) {
         if (!drained)
-            log_warn("shutdown: %lld request(s) still in flight after %d ms; exiting",
-                     (long long)metrics_requests_in_flight(), config.shutdown_timeout_ms);
-        run_state = STOPPED;
+            log_warn("shutdown: loop %d: %lld request(s) still in flight after %d ms; exiting",
+                     loop->index, (long long)metrics_requests_in_flight(),
+                     config.shutdown_timeout_ms);
+        loop->state = LOOP_STOPPED;
         return;
     }
-    h2o_timeout_link(server.ctx.loop, &drain_timeout, &drain_entry);
+    h2o_timeout_link(loop->ctx.loop, &loop->drain_timeout, &loop->drain_entry);
 }
 
-static void begin_shutdown(const char *signame)
+/* On the loop's own thread. */
+static void begin_shutdown(notesd_loop_t *loop)
 {
-    log_info("%s: no new connections; finishing in-flight requests (up to %d ms)", signame,
-             config.shutdown_timeout_ms);
-    run_state = DRAINING;
-    http_stop_accepting();
+    loop->state = LOOP_DRAINING;
+    http_stop_accepting(loop);
     /* The next response on each keep-alive connection says Connection: close. */
-    h2o_context_request_shutdown(&server.ctx);
-    pool_shutdown(&server.pool);
-    drain_deadline_ns = metrics_now_ns() + (uint64_t)config.shutdown_timeout_ms * 1000000;
-    drain_entry.cb = on_drain_check;
-    h2o_timeout_link(server.ctx.loop, &drain_timeout, &drain_entry);
+    h2o_context_request_shutdown(&loop->ctx);
+    pool_shutdown(&loop->pool);
+    loop->drain_deadline_ns = metrics_now_ns() + (uint64_t)config.shutdown_timeout_ms * 1000000;
+    h2o_timeout_link(loop->ctx.loop, &loop->drain_timeout, &loop->drain_entry);
+}
+
+static void on_wakeup(h2o_socket_t *sock, const char *err)
+{
+    uint64_t n;
+    if (read(h2o_socket_get_fd(sock), &n, sizeof(n)) == sizeof(n) &&
+        this_loop->state == LOOP_RUNNING)
+        begin_shutdown(this_loop);
 }
 
 static void on_signal(h2o_socket_t *sock, const char *err)
@@ -85,12 +97,18 @@ static void on_signal(h2o_socket_t *sock, const char *err)
 
     while (read(h2o_socket_get_fd(sock), &info, sizeof(info)) == sizeof(info)) {
         const char *name = info.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT";
-        if (run_state == RUNNING) {
-            begin_shutdown(name);
-        } else {
+        if (shutdown_requested) {
             log_warn("%s again: exiting now", name);
             _exit(1);
         }
+        shutdown_requested = 1;
+        log_info("%s: no new connections; finishing in-flight requests (up to %d ms)", name,
+                 config.shutdown_timeout_ms);
+        uint64_t one = 1;
+        for (int i = 1; i < server.nloops; i++)
+            if (write(server.loops[i].wakeup_fd, &one, sizeof(one)) < 0)
+                log_error("cannot wake loop %d", i);
+        begin_shutdown(this_loop);
     }
 }
 
@@ -100,7 +118,6 @@ static h2o_socket_t *watch_signals(h2o_loop_t *loop)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    sigprocmask(SIG_BLOCK, &set, NULL);
     int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     if (fd < 0) {
         perror("notesd: signalfd");
@@ -109,6 +126,53 @@ static h2o_socket_t *watch_signals(h2o_loop_t *loop)
     h2o_socket_t *sock = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     h2o_socket_read_start(sock, on_signal);
     return sock;
+}
+
+/* ---- loops --------------------------------------------------------------------------------- */
+
+/* On the loop's own thread: everything that belongs to one event loop. */
+static void start_loop(notesd_loop_t *loop)
+{
+    http_start_loop(loop);
+    h2o_loop_t *evloop = loop->ctx.loop;
+    metrics_loop_init(loop->index);
+    pool_start(&loop->pool, evloop);
+    lag_start(evloop, config.lag_interval_ms, loop->index);
+    delay_start(evloop);
+    h2o_timeout_init(evloop, &loop->drain_timeout, 20);
+    loop->drain_entry.cb = on_drain_check;
+    loop->wakeup = h2o_evloop_socket_create(evloop, loop->wakeup_fd, H2O_SOCKET_FLAG_DONT_READ);
+    h2o_socket_read_start(loop->wakeup, on_wakeup);
+}
+
+static void run_loop(notesd_loop_t *loop)
+{
+    /* h2o_evloop_run returns -1 on EINTR too; its result is not a reason to stop. */
+    while (loop->state != LOOP_STOPPED)
+        h2o_evloop_run(loop->ctx.loop, INT32_MAX);
+}
+
+/* Frees what the loop owns, when nothing is left that h2o would assert on;
+ * otherwise (connections still open after the deadline) the exit frees it. */
+static void finish_loop(notesd_loop_t *loop)
+{
+    if (loop->open_connections > 0 || !pool_is_empty(&loop->pool))
+        return;
+    h2o_socket_read_stop(loop->wakeup);
+    h2o_socket_close(loop->wakeup);
+    lag_stop();
+    delay_stop();
+    h2o_timeout_dispose(loop->ctx.loop, &loop->drain_timeout);
+    pool_dispose(&loop->pool);
+}
+
+static void *worker_main(void *arg)
+{
+    notesd_loop_t *loop = arg;
+    start_loop(loop);
+    run_loop(loop);
+    finish_loop(loop);
+    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -121,47 +185,72 @@ int main(int argc, char **argv)
                         "postgresql://user@127.0.0.1:5432/notes; see --help)\n");
         return 2;
     }
+    if (config.pool_max < config.threads) {
+        fprintf(stderr, "notesd: POOL_MAX (%d) must be at least THREADS (%d) (see --help)\n",
+                config.pool_max, config.threads);
+        return 2;
+    }
     /* h2o writes with writev(), which raises SIGPIPE on a peer that went away. */
     signal(SIGPIPE, SIG_IGN);
 
     /* Everything that can be wrong with the settings is found before any listener opens. */
-    if (pool_configure(&server.pool, config.db_url, notes_statement_table, notes_num_statements,
-                       err, sizeof(err)) != 0) {
-        fprintf(stderr, "notesd: %s\n", err);
-        return 2;
+    server.nloops = config.threads;
+    server.loops = calloc((size_t)server.nloops, sizeof(*server.loops));
+    if (server.loops == NULL)
+        abort();
+    for (int i = 0; i < server.nloops; i++) {
+        notesd_loop_t *loop = &server.loops[i];
+        loop->index = i;
+        if (pool_configure(&loop->pool, config.db_url, notes_statement_table, notes_num_statements,
+                           err, sizeof(err)) != 0) {
+            fprintf(stderr, "notesd: %s\n", err);
+            return 2;
+        }
+        /* POOL_MAX is shared out; the first loops take the remainder. */
+        loop->pool.max = config.pool_max / config.threads + (i < config.pool_max % config.threads);
     }
     http_configure();
-    if (http_start() != 0)
+    if (http_open_listeners() != 0)
         return 1;
-    h2o_loop_t *loop = server.ctx.loop;
-    pool_start(&server.pool, loop);
-    lag_start(loop, config.lag_interval_ms);
-    delay_start(loop);
-    h2o_timeout_init(loop, &drain_timeout, 20);
-    h2o_socket_t *signals = watch_signals(loop);
+
+    /* Block the signals before any thread starts, so only loop 0's signalfd sees them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+
+    for (int i = 0; i < server.nloops; i++) {
+        notesd_loop_t *loop = &server.loops[i];
+        int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (fd < 0) {
+            perror("notesd: eventfd");
+            return 1;
+        }
+        loop->state = LOOP_RUNNING;
+        loop->wakeup_fd = fd; /* wrapped for the loop by start_loop, on its own thread */
+    }
+    for (int i = 1; i < server.nloops; i++)
+        if (pthread_create(&server.loops[i].thread, NULL, worker_main, &server.loops[i]) != 0) {
+            perror("notesd: pthread_create");
+            return 1;
+        }
+    notesd_loop_t *main_loop = &server.loops[0];
+    start_loop(main_loop);
+    signals = watch_signals(main_loop->ctx.loop);
 
     describe_db(db, sizeof(db));
-    log_info("listening on http://%s:%d, metrics on http://%s:%d/metrics; pool max %d (%s "
-             "statements), database %s",
-             config.host, config.port, config.metrics_host, config.metrics_port, config.pool_max,
-             config.prepared ? "prepared" : "unnamed", db);
+    log_info("listening on http://%s:%d, metrics on http://%s:%d/metrics; %d loop(s), pool max %d "
+             "(%s statements), database %s",
+             config.host, config.port, config.metrics_host, config.metrics_port, server.nloops,
+             config.pool_max, config.prepared ? "prepared" : "unnamed", db);
 
-    /* h2o_evloop_run returns -1 on EINTR too; its result is not a reason to stop. */
-    while (run_state != STOPPED)
-        h2o_evloop_run(loop, INT32_MAX);
-
-    /* Tear down cleanly only when nothing is left that h2o would assert on;
-     * after the deadline, connections (HTTP or database) may remain: exit. */
-    if (server.open_connections > 0 || !pool_is_empty(&server.pool)) {
-        log_info("%s", "stopped (idle keep-alive connections closed by exit)");
-        return 0;
-    }
+    run_loop(main_loop);
+    for (int i = 1; i < server.nloops; i++)
+        pthread_join(server.loops[i].thread, NULL);
     h2o_socket_read_stop(signals);
     h2o_socket_close(signals);
-    lag_stop(loop);
-    delay_stop();
-    h2o_timeout_dispose(loop, &drain_timeout);
-    pool_dispose(&server.pool);
+    finish_loop(main_loop);
     log_info("%s", "stopped");
     return 0;
 }

@@ -56,9 +56,27 @@ typedef struct http_series {
     histogram_t duration;
 } http_series_t;
 
-static http_series_t http_series[MAX_HTTP_SERIES];
-static size_t http_nseries;
-static int64_t http_in_flight;
+typedef struct request_stamp request_stamp_t;
+#define STAMP_BUCKETS 1024
+
+/* The counters of one loop; only its thread writes them. */
+typedef struct metrics_loop {
+    http_series_t series[MAX_HTTP_SERIES];
+    size_t nseries; /* published with a release store after the entry is ready */
+    int64_t in_flight;
+    request_stamp_t *stamp_buckets[STAMP_BUCKETS];
+} metrics_loop_t;
+
+static metrics_loop_t *all_loops[NOTESD_MAX_LOOPS];
+static __thread metrics_loop_t *mine;
+
+void metrics_loop_init(int index)
+{
+    mine = calloc(1, sizeof(*mine));
+    if (mine == NULL)
+        abort();
+    all_loops[index] = mine;
+}
 
 void histogram_init(histogram_t *h, const double *bounds, size_t nbounds)
 {
@@ -72,9 +90,22 @@ void histogram_observe(histogram_t *h, double value)
     size_t i = 0;
     while (i < h->nbounds && value > h->bounds[i])
         i++;
-    h->counts[i]++;
-    h->count++;
-    h->sum += value;
+    STAT_ADD(h->counts[i], 1);
+    STAT_ADD(h->count, 1);
+    double sum = h->sum + value;
+    __atomic_store(&h->sum, &sum, __ATOMIC_RELAXED);
+}
+
+void histogram_accumulate(histogram_t *dst, const histogram_t *src)
+{
+    double sum;
+    for (size_t i = 0; i <= src->nbounds; i++) {
+        uint64_t n = STAT_READ(src->counts[i]);
+        dst->counts[i] += n;
+        dst->count += n;
+    }
+    __atomic_load(&src->sum, &sum, __ATOMIC_RELAXED);
+    dst->sum += sum;
 }
 
 uint64_t metrics_now_ns(void)
@@ -86,36 +117,35 @@ uint64_t metrics_now_ns(void)
 
 static http_series_t *find_series(int route, int method, int status)
 {
-    for (size_t i = 0; i < http_nseries; i++)
-        if (http_series[i].route == route && http_series[i].method == method &&
-            http_series[i].status == status)
-            return &http_series[i];
-    if (http_nseries == MAX_HTTP_SERIES - 1 && status != -1)
+    for (size_t i = 0; i < mine->nseries; i++) {
+        http_series_t *s = &mine->series[i];
+        if (s->route == route && s->method == method && s->status == status)
+            return s;
+    }
+    if (mine->nseries == MAX_HTTP_SERIES - 1 && status != -1)
         return find_series(route, method, -1);
-    http_series_t *s = &http_series[http_nseries++];
+    http_series_t *s = &mine->series[mine->nseries];
     s->route = (uint8_t)route;
     s->method = (uint8_t)method;
     s->status = status;
     histogram_init(&s->duration, metrics_http_bounds, metrics_http_nbounds);
+    __atomic_store_n(&mine->nseries, mine->nseries + 1, __ATOMIC_RELEASE);
     return s;
 }
 
 /* A request being measured. Found by the request's address in a small
  * intrusive hash table, so responders need no extra argument to reach it. */
-typedef struct request_stamp {
+struct request_stamp {
     h2o_req_t *req;
     uint64_t start_ns;
     uint64_t db_ns; /* time spent in database queries, for Server-Timing */
     enum route_id route;
     struct request_stamp *next; /* in its hash bucket */
-} request_stamp_t;
-
-#define STAMP_BUCKETS 1024
-static request_stamp_t *stamp_buckets[STAMP_BUCKETS];
+};
 
 static request_stamp_t **bucket_of(h2o_req_t *req)
 {
-    return &stamp_buckets[((uintptr_t)req >> 4) % STAMP_BUCKETS];
+    return &mine->stamp_buckets[((uintptr_t)req >> 4) % STAMP_BUCKETS];
 }
 
 static request_stamp_t *stamp_of(h2o_req_t *req)
@@ -145,12 +175,12 @@ static void on_request_disposed(void *p)
             method = (int)i;
     http_series_t *series = find_series(stamp->route, method, req->res.status);
     histogram_observe(&series->duration, (double)(metrics_now_ns() - stamp->start_ns) / 1e9);
-    http_in_flight--;
+    STAT_SUB(mine->in_flight, 1);
 }
 
 int64_t metrics_requests_in_flight(void)
 {
-    return http_in_flight;
+    return mine->in_flight;
 }
 
 void metrics_request_begin(h2o_req_t *req, enum route_id route)
@@ -162,7 +192,7 @@ void metrics_request_begin(h2o_req_t *req, enum route_id route)
     stamp->route = route;
     stamp->next = *bucket_of(req);
     *bucket_of(req) = stamp;
-    http_in_flight++;
+    STAT_ADD(mine->in_flight, 1);
 }
 
 void metrics_request_add_db_time(h2o_req_t *req, uint64_t ns)
@@ -299,7 +329,10 @@ static void lag_metrics(out_t *o)
 
     family(o, "notes_eventloop_delay_seconds", "histogram",
            "How late the event-loop probe timer fired, in seconds (the seed's lag probe).");
-    histogram_samples(o, "notes_eventloop_delay_seconds", "", &lag_histogram);
+    histogram_t all;
+    histogram_init(&all, metrics_fine_bounds, metrics_fine_nbounds);
+    lag_accumulate_histograms(&all);
+    histogram_samples(o, "notes_eventloop_delay_seconds", "", &all);
     static const char *names[] = {"min", "max", "mean", "p50", "p90", "p99"};
     double values[] = {w.min, w.max, w.mean, w.p50, w.p90, w.p99};
     for (size_t i = 0; i < 6; i++) {
@@ -315,57 +348,107 @@ static void lag_metrics(out_t *o)
 
 static void pool_metrics(out_t *o)
 {
-    pool_t *pool = &server.pool;
-    /* Read from the pool's lists now, not kept as separate counters. */
+    size_t connections = 0, idle = 0, waiting = 0;
+    uint64_t errors = 0, opened = 0, rejected = 0, acquire_timeouts = 0, query_timeouts = 0;
+    int max = 0;
+    histogram_t acquire, query[8];
+    const pool_statement_t *statements = server.loops[0].pool.statements;
+
+    histogram_init(&acquire, metrics_fine_bounds, metrics_fine_nbounds);
+    for (size_t i = 0; i < notes_num_labelled_statements; i++)
+        histogram_init(&query[i], metrics_fine_bounds, metrics_fine_nbounds);
+    /* Read from each pool's lists now, not kept as separate counters. */
+    for (int l = 0; l < server.nloops; l++) {
+        pool_t *pool = &server.loops[l].pool;
+        connections +=
+            STAT_READ(pool->connecting.len) + STAT_READ(pool->idle.len) + STAT_READ(pool->busy.len);
+        idle += STAT_READ(pool->idle.len);
+        waiting += STAT_READ(pool->waiting.len);
+        max += pool->max;
+        errors += STAT_READ(pool->stats.connection_errors);
+        opened += STAT_READ(pool->stats.connects);
+        rejected += STAT_READ(pool->stats.rejected);
+        acquire_timeouts += STAT_READ(pool->stats.acquire_timeouts);
+        query_timeouts += STAT_READ(pool->stats.query_timeouts);
+        histogram_accumulate(&acquire, &pool->stats.acquire);
+        for (size_t i = 0; i < notes_num_labelled_statements; i++)
+            histogram_accumulate(&query[i], &pool->stats.query[i]);
+    }
+
     family(o, "notes_db_pool_connections", "gauge",
            "Open database connections, including those still connecting (pg.Pool totalCount).");
-    put(o, "notes_db_pool_connections %zu\n",
-        pool->connecting.len + pool->idle.len + pool->busy.len);
+    put(o, "notes_db_pool_connections %zu\n", connections);
     family(o, "notes_db_pool_idle_connections", "gauge",
            "Connections ready for a query (pg.Pool idleCount).");
-    put(o, "notes_db_pool_idle_connections %zu\n", pool->idle.len);
+    put(o, "notes_db_pool_idle_connections %zu\n", idle);
     family(o, "notes_db_pool_waiting_requests", "gauge",
            "Queries waiting for a connection (pg.Pool waitingCount).");
-    put(o, "notes_db_pool_waiting_requests %zu\n", pool->waiting.len);
+    put(o, "notes_db_pool_waiting_requests %zu\n", waiting);
     family(o, "notes_db_pool_max_connections", "gauge", "The pool's connection limit (POOL_MAX).");
-    put(o, "notes_db_pool_max_connections %d\n", pool->max);
+    put(o, "notes_db_pool_max_connections %d\n", max);
     family(o, "notes_db_pool_acquire_duration_seconds", "histogram",
            "Seconds from a query entering the pool to a connection being handed to it.");
-    histogram_samples(o, "notes_db_pool_acquire_duration_seconds", "", &pool->stats.acquire);
+    histogram_samples(o, "notes_db_pool_acquire_duration_seconds", "", &acquire);
     family(o, "notes_db_query_duration_seconds", "histogram",
            "Seconds from sending a statement to its complete result, per statement.");
     for (size_t i = 0; i < notes_num_labelled_statements; i++) {
         char labels[64];
-        snprintf(labels, sizeof(labels), "statement=\"%s\",", pool->statements[i].name);
-        histogram_samples(o, "notes_db_query_duration_seconds", labels, &pool->stats.query[i]);
+        snprintf(labels, sizeof(labels), "statement=\"%s\",", statements[i].name);
+        histogram_samples(o, "notes_db_query_duration_seconds", labels, &query[i]);
     }
     family(o, "notes_db_connection_errors_total", "counter",
            "Connection attempts that failed and connections that broke.");
-    put(o, "notes_db_connection_errors_total %llu\n",
-        (unsigned long long)pool->stats.connection_errors);
+    put(o, "notes_db_connection_errors_total %llu\n", (unsigned long long)errors);
     family(o, "notes_db_connections_opened_total", "counter", "Connections opened successfully.");
-    put(o, "notes_db_connections_opened_total %llu\n", (unsigned long long)pool->stats.connects);
+    put(o, "notes_db_connections_opened_total %llu\n", (unsigned long long)opened);
     family(o, "notes_db_pool_rejected_total", "counter",
            "Queries answered 503 at once: queue full, database down or shutting down.");
-    put(o, "notes_db_pool_rejected_total %llu\n", (unsigned long long)pool->stats.rejected);
+    put(o, "notes_db_pool_rejected_total %llu\n", (unsigned long long)rejected);
     family(o, "notes_db_pool_acquire_timeouts_total", "counter",
            "Queries that waited longer than POOL_ACQUIRE_TIMEOUT_MS (503).");
-    put(o, "notes_db_pool_acquire_timeouts_total %llu\n",
-        (unsigned long long)pool->stats.acquire_timeouts);
+    put(o, "notes_db_pool_acquire_timeouts_total %llu\n", (unsigned long long)acquire_timeouts);
     family(
         o, "notes_db_query_timeouts_total", "counter",
         "Queries that ran past QUERY_TIMEOUT_MS (504): statement_timeout, or the loop's backstop.");
-    put(o, "notes_db_query_timeouts_total %llu\n", (unsigned long long)pool->stats.query_timeouts);
+    put(o, "notes_db_query_timeouts_total %llu\n", (unsigned long long)query_timeouts);
 }
 
-static void http_metrics(out_t *o)
+/* The HTTP series of every loop, merged by (route, method, status). */
+static size_t merge_http_series(http_series_t *out, size_t cap)
+{
+    size_t n = 0;
+    for (int l = 0; l < server.nloops; l++) {
+        metrics_loop_t *m = all_loops[l];
+        size_t count = m == NULL ? 0 : __atomic_load_n(&m->nseries, __ATOMIC_ACQUIRE);
+        for (size_t i = 0; i < count; i++) {
+            const http_series_t *src = &m->series[i];
+            size_t j = 0;
+            while (j < n && (out[j].route != src->route || out[j].method != src->method ||
+                             out[j].status != src->status))
+                j++;
+            if (j == n) {
+                if (n == cap)
+                    continue;
+                out[n].route = src->route, out[n].method = src->method, out[n].status = src->status;
+                histogram_init(&out[n].duration, metrics_http_bounds, metrics_http_nbounds);
+                n++;
+            }
+            histogram_accumulate(&out[j].duration, &src->duration);
+        }
+    }
+    return n;
+}
+
+static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
 {
     char labels[128];
+    int64_t in_flight = 0;
+    size_t connections = 0;
 
     family(o, "http_requests_total", "counter",
            "Requests answered, by method, route template and status (0: client left first).");
-    for (size_t i = 0; i < http_nseries; i++) {
-        http_series_t *s = &http_series[i];
+    for (size_t i = 0; i < nseries; i++) {
+        http_series_t *s = &series[i];
         put(o, "http_requests_total{method=\"%s\",path=\"%s\",status_code=\"",
             method_labels[s->method], route_labels[s->route]);
         if (s->status < 0)
@@ -376,8 +459,8 @@ static void http_metrics(out_t *o)
     family(o, "http_request_duration_seconds", "histogram",
            "Seconds from the handler receiving the request to h2o disposing of it "
            "(response written).");
-    for (size_t i = 0; i < http_nseries; i++) {
-        http_series_t *s = &http_series[i];
+    for (size_t i = 0; i < nseries; i++) {
+        http_series_t *s = &series[i];
         char status[16];
         if (s->status < 0)
             snprintf(status, sizeof(status), "other");
@@ -387,10 +470,15 @@ static void http_metrics(out_t *o)
                  method_labels[s->method], route_labels[s->route], status);
         histogram_samples(o, "http_request_duration_seconds", labels, &s->duration);
     }
+    for (int l = 0; l < server.nloops; l++) {
+        if (all_loops[l] != NULL)
+            in_flight += STAT_READ(all_loops[l]->in_flight);
+        connections += STAT_READ(server.loops[l].open_connections);
+    }
     family(o, "http_requests_in_flight", "gauge", "Requests received and not yet disposed of.");
-    put(o, "http_requests_in_flight %lld\n", (long long)http_in_flight);
+    put(o, "http_requests_in_flight %lld\n", (long long)in_flight);
     family(o, "notes_http_connections", "gauge", "Open HTTP connections on both ports.");
-    put(o, "notes_http_connections %zu\n", server.open_connections);
+    put(o, "notes_http_connections %zu\n", connections);
 }
 
 static void build_metrics(out_t *o)
@@ -413,11 +501,14 @@ static int on_metrics(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     /* Worst case: every HTTP series, every statement, fixed families. */
-    size_t cap = 16384 + (http_nseries + 16) * 3072;
+    size_t cap_series = MAX_HTTP_SERIES * (size_t)server.nloops;
+    http_series_t *series = h2o_mem_alloc_pool(&req->pool, cap_series * sizeof(*series));
+    size_t nseries = merge_http_series(series, cap_series);
+    size_t cap = 16384 + (nseries + 16) * 3072;
     out_t o = {h2o_mem_alloc_pool(&req->pool, cap), NULL};
     char *start = o.p;
     o.end = o.p + cap;
-    http_metrics(&o);
+    http_metrics(&o, series, nseries);
     pool_metrics(&o);
     lag_metrics(&o);
     process_metrics(&o);
@@ -442,7 +533,7 @@ typedef struct ready_ctx {
 
 static void on_ready_ctx_dispose(void *p)
 {
-    pool_query_cancel(&server.pool, &((ready_ctx_t *)p)->query);
+    pool_query_cancel(&this_loop->pool, &((ready_ctx_t *)p)->query);
 }
 
 static void on_ping_done(pool_query_t *q, PGresult *res, enum pool_error err)
@@ -456,7 +547,7 @@ static void on_ping_done(pool_query_t *q, PGresult *res, enum pool_error err)
 
 static int on_readyz(h2o_handler_t *self, h2o_req_t *req)
 {
-    if (pool_has_live_connection(&server.pool)) {
+    if (pool_has_live_connection(&this_loop->pool)) {
         respond(req, 200, CT_JSON, "{\"status\":\"ready\"}", 18);
         return 0;
     }
@@ -466,7 +557,7 @@ static int on_readyz(h2o_handler_t *self, h2o_req_t *req)
     ctx->query.statement = (int)notes_ping_statement;
     ctx->query.cb = on_ping_done;
     ctx->query.data = ctx;
-    if (pool_query(&server.pool, &ctx->query) != POOL_ADMITTED)
+    if (pool_query(&this_loop->pool, &ctx->query) != POOL_ADMITTED)
         respond_error(req, 503, "database unreachable");
     return 0;
 }

@@ -59,19 +59,19 @@ static void list_init(pool_list_t *l)
 static void list_push_front(pool_list_t *l, h2o_linklist_t *node)
 {
     h2o_linklist_insert(l->head.next, node);
-    l->len++;
+    STAT_ADD(l->len, 1); /* read by the metrics thread */
 }
 
 static void list_push_back(pool_list_t *l, h2o_linklist_t *node)
 {
     h2o_linklist_insert(&l->head, node);
-    l->len++;
+    STAT_ADD(l->len, 1);
 }
 
 static void list_remove(pool_list_t *l, h2o_linklist_t *node)
 {
     h2o_linklist_unlink(node);
-    l->len--;
+    STAT_SUB(l->len, 1);
 }
 
 static pool_list_t *list_of(pool_t *pool, enum pool_conn_state state)
@@ -186,7 +186,7 @@ static void conn_run(pool_conn_t *conn, pool_query_t *q)
     q->conn = conn;
     if (pgconn_send(conn->pg, pool->prepared ? st->name : st->sql, pool->prepared, st->nparams,
                     q->params) != 0) {
-        pool->stats.connection_errors++;
+        STAT_ADD(pool->stats.connection_errors, 1);
         conn_discard(conn, POOL_ERR_UNAVAILABLE, pgconn_error(conn->pg));
         return;
     }
@@ -276,7 +276,7 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
 static void on_pg_ready(pgconn_t *pg, void *data)
 {
     pool_conn_t *conn = data;
-    conn->pool->stats.connects++;
+    STAT_ADD(conn->pool->stats.connects, 1);
     conn->pool->last_connect_ok = 1;
     conn->pool->backoff_ms = 50;
     conn->pool->down_until_ns = 0;
@@ -299,7 +299,7 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
     if (PQresultStatus(res) == PGRES_FATAL_ERROR) {
         const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
         if (sqlstate != NULL && strcmp(sqlstate, "57014") == 0)
-            pool->stats.query_timeouts++;
+            STAT_ADD(pool->stats.query_timeouts, 1);
     }
     if (q != NULL) {
         q->duration_ns = took;
@@ -312,7 +312,7 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
 static void on_pg_failed(pgconn_t *pg, const char *why, void *data)
 {
     pool_conn_t *conn = data;
-    conn->pool->stats.connection_errors++;
+    STAT_ADD(conn->pool->stats.connection_errors, 1);
     conn_discard(conn, POOL_ERR_UNAVAILABLE, why);
 }
 
@@ -328,13 +328,13 @@ static void on_query_timeout(h2o_timeout_entry_t *entry)
 {
     pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, query_entry, entry);
     if (conn->state == POOL_CONN_CONNECTING) {
-        conn->pool->stats.connection_errors++;
+        STAT_ADD(conn->pool->stats.connection_errors, 1);
         conn_discard(conn, POOL_ERR_UNAVAILABLE, "connecting timed out");
         return;
     }
     /* The server did not answer even its own statement_timeout. libpq 15 has
      * no non-blocking cancel: the connection is replaced, never half-read. */
-    conn->pool->stats.query_timeouts++;
+    STAT_ADD(conn->pool->stats.query_timeouts, 1);
     conn_discard(conn, POOL_ERR_QUERY_TIMEOUT, "query deadline passed");
 }
 
@@ -344,7 +344,7 @@ static void on_acquire_timeout(h2o_timeout_entry_t *entry)
     pool_t *pool = q->pool;
 
     list_remove(&pool->waiting, &q->link);
-    pool->stats.acquire_timeouts++;
+    STAT_ADD(pool->stats.acquire_timeouts, 1);
     finish_query(q, NULL, POOL_ERR_ACQUIRE_TIMEOUT);
 }
 
@@ -492,11 +492,11 @@ enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
     /* No live connection and the last connect failed recently: answer now. */
     if (pool->busy.len == 0 && pool->connecting.len == 0 &&
         metrics_now_ns() < pool->down_until_ns) {
-        pool->stats.rejected++;
+        STAT_ADD(pool->stats.rejected, 1);
         return POOL_DOWN;
     }
     if (pool->queue_max > 0 && pool->waiting.len >= (size_t)pool->queue_max) {
-        pool->stats.rejected++;
+        STAT_ADD(pool->stats.rejected, 1);
         return POOL_QUEUE_FULL;
     }
     q->state = POOL_QUERY_WAITING;
@@ -544,7 +544,7 @@ void pool_shutdown(pool_t *pool)
 
 int pool_is_empty(pool_t *pool)
 {
-    return total(pool) == 0;
+    return total(pool) == 0 && pool->waiting.len == 0;
 }
 
 void pool_dispose(pool_t *pool)

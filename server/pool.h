@@ -79,7 +79,8 @@ enum pool_admit {
     POOL_DOWN,         /* the database is unreachable right now; no callback */
 };
 
-/* Cumulative figures; they only ever increase. */
+/* Cumulative figures; they only ever increase. Written by the pool's own loop
+ * only (STAT_ADD), read by the metrics thread (STAT_READ). */
 typedef struct pool_stats {
     uint64_t connects;          /* connections opened successfully */
     uint64_t connection_errors; /* connects that failed, and connections that broke */
@@ -140,7 +141,7 @@ int pool_has_live_connection(pool_t *pool);
  * each connection is closed as soon as nothing waits for it. */
 void pool_shutdown(pool_t *pool);
 
-/* 1 once no connection is left (after pool_shutdown). */
+/* 1 once no connection is left and nothing waits (after pool_shutdown). */
 int pool_is_empty(pool_t *pool);
 
 /* Frees the timers; the pool must be empty. */

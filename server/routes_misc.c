@@ -14,11 +14,19 @@
 #include "render.h"
 #include "respond.h"
 
-/* xorshift64*: /json needs a cheap random id, not a cryptographic one. */
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+/* xorshift64*: /json needs a cheap random id, not a cryptographic one. One
+ * state per loop thread, seeded on first use. */
+static __thread uint64_t rng_state;
 
 static uint64_t rng_next(void)
 {
+    if (rng_state == 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        rng_state =
+            ((uint64_t)now.tv_nsec << 20 ^ (uint64_t)now.tv_sec ^ (uint64_t)(uintptr_t)&rng_state) |
+            1;
+    }
     rng_state ^= rng_state >> 12;
     rng_state ^= rng_state << 25;
     rng_state ^= rng_state >> 27;
@@ -201,10 +209,4 @@ void routes_misc_register(h2o_hostconf_t *host)
         h2o_file_register(pathconf, static_root, NULL, NULL, 0);
 
     http_register(host, "/", on_root);
-
-    struct timespec seed;
-    clock_gettime(CLOCK_REALTIME, &seed);
-    rng_state ^= (uint64_t)seed.tv_nsec << 20 ^ (uint64_t)seed.tv_sec;
-    if (rng_state == 0)
-        rng_state = 1;
 }

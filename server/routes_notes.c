@@ -56,7 +56,7 @@ typedef struct note_ctx {
 static void on_ctx_dispose(void *p)
 {
     note_ctx_t *ctx = p;
-    pool_query_cancel(&server.pool, &ctx->query);
+    pool_query_cancel(&this_loop->pool, &ctx->query);
     cJSON_Delete(ctx->input.json);
 }
 
@@ -174,7 +174,7 @@ static void on_query_done(pool_query_t *q, PGresult *res, enum pool_error err)
 static int run(note_ctx_t *ctx)
 {
     ctx->query.cb = on_query_done;
-    switch (pool_query(&server.pool, &ctx->query)) {
+    switch (pool_query(&this_loop->pool, &ctx->query)) {
     case POOL_ADMITTED:
         break; /* on_query_done answers; it may already have */
     case POOL_QUEUE_FULL:

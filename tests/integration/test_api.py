@@ -20,10 +20,11 @@ JSON_CT = "application/json; charset=utf-8"
 
 class NotesApiTest(unittest.TestCase):
     prepared = False
+    threads = 1
 
     @classmethod
     def setUpClass(cls):
-        name = "api_prepared" if cls.prepared else "api"
+        name = "api" + ("_prepared" if cls.prepared else "") + f"_t{cls.threads}"
         cls.db_url = create_database(name)
         cls.db = db_connect(name)
         cls.static_dir = tempfile.mkdtemp(prefix="notesd-static-")
@@ -36,7 +37,7 @@ class NotesApiTest(unittest.TestCase):
         cls.outside.write("secret")
         cls.outside.close()
         os.symlink(cls.outside.name, os.path.join(cls.static_dir, "link.txt"))
-        args = ["--prepared"] if cls.prepared else []
+        args = (["--prepared"] if cls.prepared else []) + ["--threads", str(cls.threads)]
         cls.server = Notesd(cls.db_url, args, env={"STATIC_DIR": cls.static_dir})
         cls.port = cls.server.port
 
@@ -301,6 +302,11 @@ class KnownLatencyAndTimingTest(unittest.TestCase):
 class PreparedNotesApiTest(NotesApiTest):
     """The same bytes with --prepared (named statements per connection)."""
     prepared = True
+
+
+class TwoLoopsNotesApiTest(NotesApiTest):
+    """The same bytes with --threads 2 (two loops, each with half the pool)."""
+    threads = 2
 
 
 if __name__ == "__main__":

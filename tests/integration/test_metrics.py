@@ -168,6 +168,29 @@ class MetricsTest(ServerTestCase):
         status, _, body = request(self.server.metrics_port, "GET", "/readyz")
         self.assertEqual((status, json.loads(body)), (200, {"status": "ready"}))
 
+    def test_counts_add_up_across_loops(self):
+        """With --threads 3 every loop counts its own requests; /metrics adds them up."""
+        server = Notesd(self.db_url, args=["--threads", "3", "--pool-max", "5"])
+        try:
+            before = parse(server.metrics())
+            # A new connection per request, so the kernel spreads them over the loops.
+            for i in range(60):
+                self.assertEqual(request(server.port, "GET", f"/notes/{i + 1}")[0], 200)
+            after = parse(server.metrics())
+            labels = dict(method="GET", path="/notes/:id", status_code="200")
+            self.assertEqual(value(after, "http_requests_total", **labels) -
+                             value(before, "http_requests_total", **labels), 60)
+            self.assertEqual(value(after, "notes_db_query_duration_seconds_count",
+                                   statement="get_note"), 60)
+            self.assertEqual(value(after, "notes_db_pool_max_connections"), 5)
+            self.assertLessEqual(value(after, "notes_db_pool_connections"), 5)
+            self.assertEqual(value(after, "process_threads"), 3)
+            # Each loop's probe ticks: about 3 samples per 100 ms.
+            poll(lambda: value(parse(server.metrics()), "notes_eventloop_delay_seconds_count")
+                 >= 3 * 5, what="lag samples from every loop")
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def test_readiness_fails_without_a_database(self):
         dead = f"postgresql://postgres@127.0.0.1:{free_port()}/none"
         server = Notesd(dead)

@@ -265,8 +265,11 @@ class ShutdownTest(unittest.TestCase):
             for i in range(3)]
         for t in threads:
             t.start()
-        poll(lambda: value(parse(server.metrics()), "notes_db_pool_waiting_requests") == 2,
-             what="2 queued")
+        # All three inside: one running into the lock, two queued behind it.
+        # (Two queued alone can also mean the third has not connected yet.)
+        poll(lambda: (lambda m: value(m, "notes_db_pool_waiting_requests") == 2 and
+                      value(m, "http_requests_in_flight") == 3)(parse(server.metrics())),
+             what="3 in flight, 2 queued")
         server.proc.send_signal(signal.SIGTERM)
         poll(lambda: socket_refused(server.port), what="the listener to close")
         locker.rollback()
@@ -360,6 +363,10 @@ class HostileClientTest(ServerTestCase):
         _, rss0, fds0 = proc_stat(self.server.proc.pid)
         for _ in range(5):
             self.assertEqual(send_all(), [])
+        # The server closes each finished connection a moment after the client
+        # does; wait for that, then compare.
+        poll(lambda: proc_stat(self.server.proc.pid)[2] <= fds0, timeout=5,
+             what="descriptors back to where they were")
         _, rss1, fds1 = proc_stat(self.server.proc.pid)
         figure(f"bad-input corpus: {len(corpus)} requests x 6; RSS {rss0 >> 10} -> {rss1 >> 10} KiB,"
                f" fds {fds0} -> {fds1}")

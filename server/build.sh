@@ -17,7 +17,8 @@ PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-
           postgresql postgresql-contrib curl ca-certificates)
 # What the tests add: Debian's python3 with psycopg2, promtool, clang for
 # sanitizers and libFuzzer, clang-format for the style check, wrk for load smoke tests.
-TEST_PACKAGES=(python3 python3-psycopg2 prometheus clang libclang-rt-14-dev clang-format wrk valgrind)
+TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml prometheus clang libclang-rt-14-dev clang-format
+               wrk valgrind docker-compose)
 
 build=1
 for arg in "$@"; do

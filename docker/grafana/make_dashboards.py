@@ -1,0 +1,392 @@
+#!/usr/bin/python3
+"""Writes the two provisioned Grafana dashboards.
+
+    /usr/bin/python3 docker/grafana/make_dashboards.py          # rewrite the JSON files
+    /usr/bin/python3 docker/grafana/make_dashboards.py --check  # exit 1 if they are stale
+
+The JSON in provisioning/dashboards/definitions/ is this script's output and is
+committed; docker/check.py fails when the two differ. Edit here, then rerun.
+
+notesd-app.json  the server under test: one `job` per target (notesd, node,
+                 bun, deno), the metric names of README.md's metrics table,
+                 which the Express peer exposes too.
+postgres.json    the database, from postgres_exporter's default collectors.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+DATASOURCE = {"type": "prometheus", "uid": "prometheus"}  # provisioning/datasources/prometheus.yaml
+OUT_DIR = Path(__file__).resolve().parent / "provisioning" / "dashboards" / "definitions"
+RATE = "$__rate_interval"
+
+
+class Layout:
+    """Places panels left to right in a 24-column grid, rows of equal height."""
+
+    def __init__(self):
+        self.panels = []
+        self.x = 0
+        self.y = 0
+        self.row_h = 0
+
+    def _next_id(self):
+        return len(self.panels) + 1
+
+    def row(self, title):
+        if self.x:
+            self.y += self.row_h
+        self.x, self.row_h = 0, 0
+        self.panels.append({
+            "id": self._next_id(),
+            "type": "row",
+            "title": title,
+            "collapsed": False,
+            "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y},
+            "panels": [],
+        })
+        self.y += 1
+
+    def add(self, panel, w=12, h=8):
+        if self.x + w > 24:
+            self.y += self.row_h
+            self.x, self.row_h = 0, 0
+        panel["id"] = self._next_id()
+        panel["gridPos"] = {"h": h, "w": w, "x": self.x, "y": self.y}
+        self.panels.append(panel)
+        self.x += w
+        self.row_h = max(self.row_h, h)
+
+
+def target(ref, expr, legend, instant=False):
+    t = {"refId": ref, "datasource": DATASOURCE, "expr": expr, "legendFormat": legend}
+    if instant:
+        t.update({"instant": True, "range": False, "format": "table"})
+    else:
+        t.update({"instant": False, "range": True})
+    return t
+
+
+def timeseries(title, description, unit, targets, minimum=0, stack=False):
+    custom = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 10 if stack else 0,
+              "showPoints": "never", "spanNulls": False}
+    if stack:
+        custom["stacking"] = {"mode": "normal", "group": "A"}
+    defaults = {"unit": unit, "custom": custom}
+    if minimum is not None:
+        defaults["min"] = minimum
+    return {
+        "type": "timeseries",
+        "title": title,
+        "description": description,
+        "datasource": DATASOURCE,
+        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "options": {
+            "legend": {"displayMode": "table", "placement": "bottom", "showLegend": True,
+                       "calcs": ["mean", "max", "lastNotNull"]},
+            "tooltip": {"mode": "multi", "sort": "desc"},
+        },
+        "targets": [target(chr(ord("A") + i), e, l) for i, (e, l) in enumerate(targets)],
+    }
+
+
+def stat(title, description, unit, expr, legend):
+    return {
+        "type": "stat",
+        "title": title,
+        "description": description,
+        "datasource": DATASOURCE,
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "options": {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                    "colorMode": "value", "graphMode": "area", "textMode": "auto"},
+        "targets": [target("A", expr, legend)],
+    }
+
+
+def query_variable(name, label, query, default=None):
+    v = {
+        "name": name,
+        "label": label,
+        "type": "query",
+        "datasource": DATASOURCE,
+        "definition": query,
+        "query": {"query": query, "refId": name},
+        "refresh": 2,
+        "sort": 1,
+        "regex": "",
+        "multi": True,
+        "includeAll": True,
+    }
+    if default is None:
+        v["current"] = {"selected": True, "text": ["All"], "value": ["$__all"]}
+    else:
+        v["current"] = {"selected": True, "text": [default], "value": [default]}
+    return v
+
+
+def dashboard(uid, title, description, variables, panels):
+    return {
+        "uid": uid,
+        "title": title,
+        "description": description,
+        "tags": ["notesd"],
+        "editable": False,
+        "graphTooltip": 1,
+        "timezone": "utc",
+        "refresh": "5s",
+        "time": {"from": "now-15m", "to": "now"},
+        "schemaVersion": 39,
+        "version": 1,
+        "annotations": {"list": []},
+        "links": [],
+        "templating": {"list": variables},
+        "panels": panels,
+    }
+
+
+def hq(q, metric, by, sel):
+    """histogram_quantile over a classic histogram, summed per `by` labels and le."""
+    return (f"histogram_quantile({q}, sum by ({by}, le) "
+            f"(rate({metric}_bucket{{{sel}}}[{RATE}])))")
+
+
+def app_dashboard():
+    j = 'job=~"$job"'
+    L = Layout()
+
+    L.row("Requests")
+    L.add(timeseries(
+        "Requests per second by route and status",
+        "rate(http_requests_total): requests answered, by route template and status "
+        "(status 0: the client left before the response was complete).",
+        "reqps",
+        [(f"sum by (job, path, status_code) (rate(http_requests_total{{{j}}}[{RATE}]))",
+          "{{job}} {{path}} {{status_code}}")]))
+    L.add(timeseries(
+        "Requests per second per target",
+        "All routes together, one line per target.",
+        "reqps",
+        [(f"sum by (job) (rate(http_requests_total{{{j}}}[{RATE}]))", "{{job}}")]))
+    L.add(timeseries(
+        "Latency p50 / p95 / p99 (server side)",
+        "From http_request_duration_seconds: handler received the parsed request to the "
+        "last response byte written. Client-side latency adds network and queueing.",
+        "s",
+        [(hq(0.5, "http_request_duration_seconds", "job", j), "{{job}} p50"),
+         (hq(0.95, "http_request_duration_seconds", "job", j), "{{job}} p95"),
+         (hq(0.99, "http_request_duration_seconds", "job", j), "{{job}} p99")]))
+    L.add(timeseries(
+        "Latency p99 by route",
+        "p99 of http_request_duration_seconds per route template.",
+        "s",
+        [(hq(0.99, "http_request_duration_seconds", "job, path", j), "{{job}} {{path}}")]))
+    L.add(timeseries(
+        "Responses other than 2xx per second",
+        "Any status outside 200-299, including 0 (client gone) and 503 (no database "
+        "connection could be had).",
+        "reqps",
+        [(f'sum by (job, status_code) (rate(http_requests_total{{{j}, status_code!~"2.."}}[{RATE}]))',
+          "{{job}} {{status_code}}")]))
+    L.add(timeseries(
+        "Requests in flight, open connections",
+        "http_requests_in_flight: received and not yet finished. notes_http_connections: "
+        "open HTTP connections on both ports (notesd only).",
+        "short",
+        [(f"http_requests_in_flight{{{j}}}", "{{job}} in flight"),
+         (f"notes_http_connections{{{j}}}", "{{job}} connections")]))
+
+    L.row("Process")
+    L.add(timeseries(
+        "CPU (1.0 = one core)",
+        "rate(process_cpu_seconds_total): user + system CPU seconds per second.",
+        "percentunit",
+        [(f"rate(process_cpu_seconds_total{{{j}}}[{RATE}])", "{{job}}")]), w=8)
+    L.add(timeseries(
+        "Resident memory (RSS)",
+        "process_resident_memory_bytes. The one memory figure that compares across all "
+        "runtimes.",
+        "bytes",
+        [(f"process_resident_memory_bytes{{{j}}}", "{{job}}")]), w=8)
+    L.add(timeseries(
+        "Heap",
+        "process_heap_bytes: VmData for notesd, the used JavaScript heap for the peer "
+        "(V8 on node and deno, JavaScriptCore on bun: compare node with deno only). "
+        "notes_malloc_heap_used_bytes: bytes in use in glibc malloc (notesd).",
+        "bytes",
+        [(f"process_heap_bytes{{{j}}}", "{{job}} process_heap_bytes"),
+         (f"notes_malloc_heap_used_bytes{{{j}}}", "{{job}} malloc in use")]), w=8)
+    L.add(timeseries(
+        "Event loop delay",
+        "How late a 100 ms timer fires. The window gauges (mean, max, p99) cover the "
+        "samples since the previous scrape; the histogram mean and p99 cover the rate "
+        "window and stay right with more than one scraper.",
+        "s",
+        [(f"notes_eventloop_lag_mean_seconds{{{j}}}", "{{job}} mean (window)"),
+         (f"notes_eventloop_lag_max_seconds{{{j}}}", "{{job}} max (window)"),
+         (f"notes_eventloop_lag_p99_seconds{{{j}}}", "{{job}} p99 (window)"),
+         (f"rate(notes_eventloop_delay_seconds_sum{{{j}}}[{RATE}]) / "
+          f"rate(notes_eventloop_delay_seconds_count{{{j}}}[{RATE}])", "{{job}} mean (histogram)"),
+         (hq(0.99, "notes_eventloop_delay_seconds", "job", j), "{{job}} p99 (histogram)")]),
+        w=24)
+
+    L.row("Database pool")
+    L.add(timeseries(
+        "Pool: connections, idle, waiting",
+        "pg.Pool's totalCount, idleCount and waitingCount, and the pool's limit.",
+        "short",
+        [(f"notes_db_pool_connections{{{j}}}", "{{job}} total"),
+         (f"notes_db_pool_idle_connections{{{j}}}", "{{job}} idle"),
+         (f"notes_db_pool_waiting_requests{{{j}}}", "{{job}} waiting"),
+         (f"notes_db_pool_max_connections{{{j}}}", "{{job}} max")]))
+    L.add(timeseries(
+        "Pool acquire wait p95 / p99",
+        "notes_db_pool_acquire_duration_seconds: from a query entering the pool to a "
+        "connection being handed to it.",
+        "s",
+        [(hq(0.95, "notes_db_pool_acquire_duration_seconds", "job", j), "{{job}} p95"),
+         (hq(0.99, "notes_db_pool_acquire_duration_seconds", "job", j), "{{job}} p99")]))
+    L.add(timeseries(
+        "Query time per statement p50 / p95",
+        "notes_db_query_duration_seconds: from sending a statement to its complete result.",
+        "s",
+        [(hq(0.5, "notes_db_query_duration_seconds", "job, statement", j), "{{job}} {{statement}} p50"),
+         (hq(0.95, "notes_db_query_duration_seconds", "job, statement", j), "{{job}} {{statement}} p95")]))
+    L.add(timeseries(
+        "Queries per second per statement",
+        "Completed statements per second (the query histogram's count).",
+        "ops",
+        [(f"sum by (job, statement) (rate(notes_db_query_duration_seconds_count{{{j}}}[{RATE}]))",
+          "{{job}} {{statement}}")]))
+    L.add(timeseries(
+        "Pool failures and connections opened per second",
+        "Connection errors, queries refused at once (503), acquire and query timeouts, "
+        "and new connections. Series a target does not export stay empty.",
+        "ops",
+        [(f"rate(notes_db_connection_errors_total{{{j}}}[{RATE}])", "{{job}} connection errors"),
+         (f"rate(notes_db_pool_rejected_total{{{j}}}[{RATE}])", "{{job}} rejected"),
+         (f"rate(notes_db_pool_acquire_timeouts_total{{{j}}}[{RATE}])", "{{job}} acquire timeouts"),
+         (f"rate(notes_db_query_timeouts_total{{{j}}}[{RATE}])", "{{job}} query timeouts"),
+         (f"rate(notes_db_connections_opened_total{{{j}}}[{RATE}])", "{{job}} opened")]), w=24)
+
+    L.row("Build")
+    build = {
+        "type": "table",
+        "title": "Targets",
+        "description": "notes_build_info: version, runtime and library versions of each target.",
+        "datasource": DATASOURCE,
+        "fieldConfig": {"defaults": {}, "overrides": []},
+        "options": {"showHeader": True},
+        "transformations": [{"id": "organize", "options": {
+            "excludeByName": {"Time": True, "Value": True, "__name__": True}}}],
+        "targets": [target("A", f"notes_build_info{{{j}}}", "", instant=True)],
+    }
+    L.add(build, w=24, h=6)
+
+    return dashboard(
+        "notesd-app", "notesd: server under test",
+        "Requests, latency, CPU, memory, event loop and database pool of notesd and of the "
+        "Express peer on node, bun and deno. Pick targets with the `target` variable.",
+        [query_variable("job", "target", "label_values(notes_build_info, job)")],
+        L.panels)
+
+
+def postgres_dashboard():
+    d = 'datname=~"$datname"'
+    L = Layout()
+
+    L.row("Database")
+    L.add(stat("Exporter connected", "pg_up: 1 when postgres_exporter's last scrape reached "
+               "PostgreSQL.", "none", "pg_up", "{{instance}}"), w=6, h=5)
+    L.add(stat("Database size", "pg_database_size_bytes.", "bytes",
+               f"pg_database_size_bytes{{{d}}}", "{{datname}}"), w=6, h=5)
+    L.add(stat("Connections", "pg_stat_activity_count, all states.", "short",
+               f"sum by (datname) (pg_stat_activity_count{{{d}}})", "{{datname}}"), w=6, h=5)
+    L.add(stat("Buffer cache hit ratio", "blks_hit / (blks_hit + blks_read) over the rate "
+               "window.", "percentunit",
+               f"sum by (datname) (rate(pg_stat_database_blks_hit{{{d}}}[{RATE}])) / "
+               f"(sum by (datname) (rate(pg_stat_database_blks_hit{{{d}}}[{RATE}])) + "
+               f"sum by (datname) (rate(pg_stat_database_blks_read{{{d}}}[{RATE}])))",
+               "{{datname}}"), w=6, h=5)
+
+    L.row("Work")
+    L.add(timeseries(
+        "Transactions per second",
+        "pg_stat_database xact_commit and xact_rollback.",
+        "ops",
+        [(f"rate(pg_stat_database_xact_commit{{{d}}}[{RATE}])", "{{datname}} commit"),
+         (f"rate(pg_stat_database_xact_rollback{{{d}}}[{RATE}])", "{{datname}} rollback")]))
+    L.add(timeseries(
+        "Rows per second",
+        "pg_stat_database tup_fetched, tup_inserted and tup_updated.",
+        "ops",
+        [(f"rate(pg_stat_database_tup_fetched{{{d}}}[{RATE}])", "{{datname}} fetched"),
+         (f"rate(pg_stat_database_tup_inserted{{{d}}}[{RATE}])", "{{datname}} inserted"),
+         (f"rate(pg_stat_database_tup_updated{{{d}}}[{RATE}])", "{{datname}} updated")]))
+    L.add(timeseries(
+        "Blocks per second: buffer cache hits and reads",
+        "pg_stat_database blks_hit (found in shared buffers) and blks_read (asked of the "
+        "operating system, which may still have them cached).",
+        "ops",
+        [(f"rate(pg_stat_database_blks_hit{{{d}}}[{RATE}])", "{{datname}} hit"),
+         (f"rate(pg_stat_database_blks_read{{{d}}}[{RATE}])", "{{datname}} read")]))
+    L.add(timeseries(
+        "Connections by state",
+        "pg_stat_activity_count by state. Each pool holds up to 20; the exporter adds one "
+        "per scrape.",
+        "short",
+        [(f"sum by (datname, state) (pg_stat_activity_count{{{d}}})", "{{datname}} {{state}}")],
+        stack=True))
+    L.add(timeseries(
+        "Locks by mode",
+        "pg_locks_count by lock mode.",
+        "short",
+        [(f"sum by (datname, mode) (pg_locks_count{{{d}}})", "{{datname}} {{mode}}")]))
+    L.add(timeseries(
+        "Database size",
+        "pg_database_size_bytes: grows with the write tests until the table is reseeded.",
+        "bytes",
+        [(f"pg_database_size_bytes{{{d}}}", "{{datname}}")], minimum=None))
+
+    return dashboard(
+        "notesd-postgres", "notesd: PostgreSQL",
+        "The database every target shares, from postgres_exporter's default collectors. "
+        "Machine CPU and memory of the db host need node_exporter, which this stack does "
+        "not run.",
+        [query_variable("datname", "database", 'label_values(pg_stat_database_xact_commit{datname!=""}, datname)',
+                        default="notes")],
+        L.panels)
+
+
+def build():
+    """File name -> dashboard object."""
+    return {"notesd-app.json": app_dashboard(), "postgres.json": postgres_dashboard()}
+
+
+def render(obj):
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv):
+    check = argv[1:] == ["--check"]
+    if argv[1:] and not check:
+        print("usage: make_dashboards.py [--check]", file=sys.stderr)
+        return 2
+    stale = []
+    for name, obj in build().items():
+        path = OUT_DIR / name
+        text = render(obj)
+        if check:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                stale.append(name)
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+    if stale:
+        print("stale (rerun docker/grafana/make_dashboards.py): " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,439 @@
+"""Figures of loadtests/bench: medians and spread over rounds, the ratios
+(notesd / limit, notesd / best peer), the issue's targets with PASS/MISS, and
+the Markdown report. Pure functions over the raw records bench.json keeps."""
+
+import statistics
+
+HTTP_TESTS = ["json", "hello", "status", "static"]
+DB_TESTS = ["read", "write", "mixed"]
+PEERS = ["node", "bun", "deno"]
+PATHS = {"json": "/json", "hello": "/", "status": "/status", "static": "/static/app.min.js",
+         "read": "read mix", "write": "write mix", "mixed": "mixed mix"}
+
+# metric -> (title, unit, True when higher is better)
+METRICS = {
+    "rps": ("req/s", "", True),
+    "p99_ms": ("p99 latency", "ms", False),
+    "rss_mib": ("peak RSS", "MiB", False),
+    "cpu_us_per_req": ("server CPU per request", "µs", False),
+    "startup_ms": ("startup to first 200", "ms", False),
+}
+RUN_METRICS = ["rps", "p50_ms", "p99_ms", "cpu_us_per_req", "server_util", "rss_mib",
+               "db_cpu_us_per_req",
+               "loadgen_cpu_us_per_req", "cpu0_busy", "cpu1_busy", "other_cores",
+               "lag_mean_ms", "lag_max_ms"]
+
+MIB = 1024 * 1024
+# other processes' CPU use (cores) above which a run counts as disturbed
+NOISY_CORES = 0.25
+
+
+def label_of(subject, threads):
+    return subject if threads == 1 else f"{subject}@{threads}t"
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+def spread(values):
+    """(max - min) / median, as a fraction; None for fewer than 2 values."""
+    if len(values) < 2:
+        return None
+    m = statistics.median(values)
+    return (max(values) - min(values)) / m if m else None
+
+
+def stat(values):
+    values = [v for v in values if v is not None]
+    return {"median": median(values), "min": min(values) if values else None,
+            "max": max(values) if values else None, "spread": spread(values),
+            "n": len(values), "values": values}
+
+
+def run_metrics(run):
+    """The per-run figures that get medians, flattened from one raw run record."""
+    busy = run.get("cpu_busy") or {}
+    out = {k: run.get(k) for k in ("rps", "p50_ms", "p99_ms", "cpu_us_per_req", "server_util",
+                                   "db_cpu_us_per_req", "loadgen_cpu_us_per_req",
+                                   "other_cores", "lag_mean_ms", "lag_max_ms")}
+    out["rss_mib"] = run["rss_peak_bytes"] / MIB if run.get("rss_peak_bytes") else None
+    out["cpu0_busy"] = (busy.get("0") or {}).get("busy")
+    out["cpu1_busy"] = (busy.get("1") or {}).get("busy")
+    return out
+
+
+def summarize(runs, startups):
+    """{label: {test: {metric: stat}, "startup": stat}} over valid rounds."""
+    summary = {}
+    for run in runs:
+        entry = summary.setdefault(run["label"], {}).setdefault(run["test"], {
+            "subject": run["subject"], "threads": run["threads"], "valid_rounds": 0,
+            "rounds": 0, "_values": {m: [] for m in RUN_METRICS}})
+        entry["rounds"] += 1
+        if not run.get("valid"):
+            continue
+        entry["valid_rounds"] += 1
+        for m, v in run_metrics(run).items():
+            entry["_values"][m].append(v)
+    for tests in summary.values():
+        for entry in tests.values():
+            values = entry.pop("_values")
+            for m in RUN_METRICS:
+                entry[m] = stat(values[m])
+    for s in startups:
+        entry = summary.setdefault(s["label"], {}).setdefault("startup", {
+            "subject": s["subject"], "threads": s["threads"], "path": s.get("path"),
+            "_values": []})
+        if s.get("startup_ms") is not None:
+            entry["_values"].append(s["startup_ms"])
+    for tests in summary.values():
+        if "startup" in tests and "_values" in tests["startup"]:
+            tests["startup"]["startup_ms"] = stat(tests["startup"].pop("_values"))
+    return summary
+
+
+def figure(summary, label, test, metric):
+    """Median of one metric, or None."""
+    if metric == "startup_ms":
+        entry = summary.get(label, {}).get("startup")
+    else:
+        entry = summary.get(label, {}).get(test)
+    if not entry or metric not in entry:
+        return None
+    return entry[metric]["median"]
+
+
+def best_peer(summary, test, metric):
+    """(peer, median) of the best peer for this metric: highest req/s, lowest
+    of everything else. (None, None) when no peer has the figure."""
+    higher = METRICS.get(metric, ("", "", False))[2]
+    found = [(p, figure(summary, p, test, metric)) for p in PEERS]
+    found = [(p, v) for p, v in found if v is not None]
+    if not found:
+        return None, None
+    return (max if higher else min)(found, key=lambda pv: pv[1])
+
+
+def limit_of(label, test):
+    """The physical limit a notesd variant is compared with on a test."""
+    if test in HTTP_TESTS:
+        return "h2o"
+    if label == "notesd-prepared":
+        return "pgbench-prepared"
+    return "pgbench"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def ratio_rows(summary, tests):
+    """Every ratio the issue asks for: per notesd variant, test and metric,
+    notesd / limit and notesd / best peer."""
+    rows = []
+    for label in ("notesd", "notesd-prepared"):
+        if label not in summary:
+            continue
+        for test in tests:
+            if test not in summary[label]:
+                continue
+            lim = limit_of(label, test)
+            for metric in ("rps", "p99_ms", "rss_mib", "cpu_us_per_req"):
+                mine = figure(summary, label, test, metric)
+                lim_v = figure(summary, lim, test, metric)
+                peer, peer_v = best_peer(summary, test, metric)
+                rows.append({"subject": label, "test": test, "metric": metric, "value": mine,
+                             "limit": lim, "limit_value": lim_v, "vs_limit": ratio(mine, lim_v),
+                             "best_peer": peer, "peer_value": peer_v,
+                             "vs_peer": ratio(mine, peer_v)})
+        mine = figure(summary, label, None, "startup_ms")
+        lim_v = figure(summary, "h2o", None, "startup_ms")
+        peer, peer_v = best_peer(summary, None, "startup_ms")
+        rows.append({"subject": label, "test": "startup", "metric": "startup_ms", "value": mine,
+                     "limit": "h2o", "limit_value": lim_v, "vs_limit": ratio(mine, lim_v),
+                     "best_peer": peer, "peer_value": peer_v, "vs_peer": ratio(mine, peer_v)})
+    return rows
+
+
+def check(value, op, threshold):
+    if value is None:
+        return "n/a"
+    ok = value >= threshold if op == ">=" else value <= threshold
+    return "PASS" if ok else "MISS"
+
+
+def target_rows(summary, tests):
+    """The issue's targets, each with the measured ratio or figure and PASS/MISS."""
+    rows = []
+
+    def add(target, subject, test, metric, value, op, threshold, against, against_value,
+            unit="×"):
+        rows.append({"target": target, "subject": subject, "test": test, "metric": metric,
+                     "value": value, "op": op, "threshold": threshold, "unit": unit,
+                     "against": against, "against_value": against_value,
+                     "result": check(value, op, threshold)})
+
+    for test in ("json", "hello", "status"):
+        if test not in tests:
+            continue
+        mine_rps = figure(summary, "notesd", test, "rps")
+        h2o_rps = figure(summary, "h2o", test, "rps")
+        add("req/s ≥ 90% of h2o's static ceiling", "notesd", test, "rps",
+            ratio(mine_rps, h2o_rps), ">=", 0.90, "h2o", h2o_rps)
+        mine_cpu = figure(summary, "notesd", test, "cpu_us_per_req")
+        h2o_cpu = figure(summary, "h2o", test, "cpu_us_per_req")
+        add("CPU/request ≤ 1.25× h2o's", "notesd", test, "cpu_us_per_req",
+            ratio(mine_cpu, h2o_cpu), "<=", 1.25, "h2o", h2o_cpu)
+        peer, peer_cpu = best_peer(summary, test, "cpu_us_per_req")
+        add("CPU/request ≤ 1/3 of the best peer's", "notesd", test, "cpu_us_per_req",
+            ratio(mine_cpu, peer_cpu), "<=", 1 / 3, peer, peer_cpu)
+
+    for label in ("notesd", "notesd-prepared"):
+        for test in DB_TESTS:
+            if test not in tests or label not in summary:
+                continue
+            lim = limit_of(label, test)
+            mine_rps = figure(summary, label, test, "rps")
+            lim_rps = figure(summary, lim, test, "rps")
+            add("req/s ≥ 95% of pgbench, same statements and connections", label, test, "rps",
+                ratio(mine_rps, lim_rps), ">=", 0.95, lim, lim_rps)
+            peer, peer_p99 = best_peer(summary, test, "p99_ms")
+            add("p99 ≤ 1/5 of the best peer's", label, test, "p99_ms",
+                ratio(figure(summary, label, test, "p99_ms"), peer_p99), "<=", 0.2, peer,
+                peer_p99)
+            peer, peer_cpu = best_peer(summary, test, "cpu_us_per_req")
+            add("CPU/request ≤ 1/4 of the best peer's", label, test, "cpu_us_per_req",
+                ratio(figure(summary, label, test, "cpu_us_per_req"), peer_cpu), "<=", 0.25,
+                peer, peer_cpu)
+
+    if "read" in tests:
+        add("RSS under the read load ≤ 8 MiB", "notesd", "read", "rss_mib",
+            figure(summary, "notesd", "read", "rss_mib"), "<=", 8.0, None, None, "MiB")
+    add("startup to first 200 of GET /notes?tag=js ≤ 20 ms (warm database)", "notesd", "startup",
+        "startup_ms", figure(summary, "notesd", None, "startup_ms"), "<=", 20.0, None, None, "ms")
+    if "json" in tests:
+        add("event-loop lag mean ≤ 0.5 ms, saturated on /json", "notesd", "json", "lag_mean_ms",
+            figure(summary, "notesd", "json", "lag_mean_ms"), "<=", 0.5, None, None, "ms")
+    return rows
+
+
+def scaling_rows(summary, tests, thread_counts):
+    rows = []
+    for subject in ("notesd", "notesd-prepared", "h2o"):
+        for test in tests:
+            base = figure(summary, subject, test, "rps")
+            if base is None:
+                continue
+            row = {"subject": subject, "test": test, "rps": {}, "speedup": {}}
+            for n in thread_counts:
+                v = figure(summary, label_of(subject, n), test, "rps")
+                row["rps"][n] = v
+                row["speedup"][n] = ratio(v, base)
+            if len([v for v in row["rps"].values() if v is not None]) > 1:
+                rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------- formatting
+
+def fmt(v, digits=3):
+    """Numbers with `digits` significant digits, thousands separated; '–' for None."""
+    if v is None:
+        return "–"
+    if v == 0:
+        return "0"
+    if abs(v) >= 10 ** digits:
+        return f"{v:,.0f}"
+    s = f"{v:.{digits}g}"
+    if "e" in s:
+        s = f"{v:.{digits + 2}f}"
+    return s
+
+
+def fmt_spread(st):
+    s = st.get("spread") if st else None
+    return "–" if s is None else f"{100 * s:.0f}%"
+
+
+def fmt_ratio(r):
+    return "–" if r is None else f"{r:.2f}"
+
+
+def fmt_pct(v):
+    return "–" if v is None else f"{100 * v:.0f}%"
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def raw_tables(summary, tests, order):
+    parts = []
+    for test in tests:
+        rows = []
+        for label in order:
+            e = summary.get(label, {}).get(test)
+            if not e:
+                continue
+            med = {m: e[m]["median"] for m in RUN_METRICS}
+            rows.append([
+                label,
+                f"{fmt(med['rps'])} ({fmt_spread(e['rps'])})",
+                fmt(med["p50_ms"]),
+                f"{fmt(med['p99_ms'])} ({fmt_spread(e['p99_ms'])})",
+                f"{fmt(med['cpu_us_per_req'])} ({fmt_spread(e['cpu_us_per_req'])})",
+                fmt_pct(med["server_util"]),
+                fmt(med["rss_mib"]),
+                fmt(med["db_cpu_us_per_req"]),
+                fmt(med["loadgen_cpu_us_per_req"]),
+                f"{fmt_pct(med['cpu0_busy'])} / {fmt_pct(med['cpu1_busy'])}",
+                fmt(med["other_cores"], 2),
+                fmt(med["lag_mean_ms"]),
+                f"{e['valid_rounds']}/{e['rounds']}",
+            ])
+        if rows:
+            parts.append(f"### {test} ({PATHS[test]})\n\n" + table(
+                ["subject", "req/s (spread)", "p50 ms", "p99 ms (spread)",
+                 "CPU µs/req (spread)", "server core use", "peak RSS MiB", "DB CPU µs/req",
+                 "load-gen CPU µs/req",
+                 "CPU0 / CPU1 busy", "other load (cores)", "lag mean ms", "valid"], rows))
+    return "\n\n".join(parts)
+
+
+def startup_table(summary, order):
+    rows = []
+    for label in order:
+        e = summary.get(label, {}).get("startup")
+        if not e or not e["startup_ms"]["n"]:
+            continue
+        st = e["startup_ms"]
+        rows.append([label, e.get("path") or "–", fmt(st["median"]), fmt_spread(st),
+                     ", ".join(fmt(v) for v in st["values"])])
+    if not rows:
+        return "(no startups measured)"
+    return table(["subject", "first 200 of", "median ms", "spread", "rounds"], rows)
+
+
+def markdown(meta, summary, ratios, targets, scaling, runs, notes):
+    order = meta["order"]
+    tests = meta["tests"]
+    out = [f"# notesd benchmark — {meta['started']}", ""]
+    out.append(f"{meta['rounds']} round(s) · wrk `-t1 -c{meta['connections']} -d{meta['duration_s']}s "
+               f"--latency` after a {meta['warmup_s']} s warm-up per subject and test · "
+               f"pgbench `-c {meta['pool']} -j 1 -T {meta['duration_s']}` · "
+               f"subjects in alternating order per round")
+    out.append("")
+    out.append(f"- host: {meta['host']['cpu_model']} · {meta['host']['cpus']} CPUs · "
+               f"{meta['host']['kernel']} · load before start {meta['host']['loadavg']}")
+    out.append(f"- notesd: {meta['notesd']['path']} (sha256 {meta['notesd']['sha256'][:12]}…, "
+               f"git {meta['git']})")
+    out.append("- layout: " + meta["layout"])
+    out.append("- versions: " + "; ".join(
+        v if k.lower() in v.lower() else f"{k} {v}" for k, v in meta["versions"].items() if v))
+    other = sorted(r["other_cores"] for r in runs if r.get("other_cores") is not None)
+    if other:
+        out.append(f"- other load during the measured runs (CPU time of processes that are not "
+                   f"part of the benchmark, in cores): median {fmt(median(other), 2)}, "
+                   f"max {fmt(other[-1], 2)}" +
+                   (" — the machine was busy with other work; figures are disturbed"
+                    if median(other) > NOISY_CORES else ""))
+    for n in notes:
+        out.append(f"- note: {n}")
+    out.append("")
+
+    out.append("## Targets")
+    out.append("")
+    trows = []
+    for t in targets:
+        if t["unit"] == "×":
+            measured = fmt_ratio(t["value"])
+            thr = f"{t['op']} {t['threshold']:.2f}"
+            against = f"{t['against']} {fmt(t['against_value'])}" if t["against"] else "–"
+        else:
+            measured = f"{fmt(t['value'])} {t['unit']}"
+            thr = f"{t['op']} {t['threshold']:g} {t['unit']}"
+            against = "–"
+        trows.append([t["target"], t["subject"], t["test"], measured, thr, against,
+                      f"**{t['result']}**"])
+    out.append(table(["target", "subject", "test", "measured", "needed", "against", "result"],
+                     trows))
+    out.append("")
+    out.append("Ratios are notesd's median over the other's median; `–` when a figure is "
+               "missing (subject or test not run, or no valid round).")
+    out.append("")
+
+    out.append("## Ratios")
+    out.append("")
+    rrows = []
+    for r in ratios:
+        title, unit, _ = METRICS[r["metric"]]
+        rrows.append([r["subject"], r["test"], f"{title}" + (f" ({unit})" if unit else ""),
+                      fmt(r["value"]), f"{r['limit']} {fmt(r['limit_value'])}",
+                      fmt_ratio(r["vs_limit"]),
+                      f"{r['best_peer'] or '–'} {fmt(r['peer_value'])}",
+                      fmt_ratio(r["vs_peer"])])
+    out.append(table(["subject", "test", "figure", "notesd", "limit", "notesd / limit",
+                      "best peer", "notesd / best peer"], rrows))
+    out.append("")
+    out.append("Best peer: per figure, the best of node, bun and deno (most req/s; least "
+               "latency, RSS, CPU, startup). Limits: h2o serving the same bytes from files for "
+               "/json, /, /status, /static; pgbench with the same statements and connections "
+               "(`-M extended` for notesd, `-M prepared` for notesd-prepared) for the mixes. "
+               "For pgbench, CPU and RSS are the pgbench client's (it plays the server's part), "
+               "and its latency is per statement with 20 clients, not per HTTP request with "
+               f"{meta['connections']} connections.")
+    out.append("")
+
+    if scaling:
+        out.append("## Scaling (`--threads`)")
+        out.append("")
+        counts = meta["threads"]
+        srows = []
+        for s in scaling:
+            srows.append([s["subject"], s["test"]] +
+                         [f"{fmt(s['rps'].get(n))} ({fmt_ratio(s['speedup'].get(n))}×)"
+                          for n in counts])
+        out.append(table(["subject", "test"] + [f"{n} thread(s): req/s (speed-up)"
+                                                for n in counts], srows))
+        out.append("")
+
+    out.append("## Raw figures (medians over valid rounds)")
+    out.append("")
+    out.append(raw_tables(summary, tests, order))
+    out.append("")
+    out.append("Spread is (max − min) / median over the rounds. CPU per request is the "
+               "server process's utime + stime over the measured run divided by the requests "
+               "wrk completed (pgbench: its own CPU per transaction); server core use is "
+               "that CPU time over the run's wall time (100% = one core busy all along: the "
+               "server is the bottleneck). DB CPU is the private "
+               "PostgreSQL's (postmaster and all backends). Load-gen CPU is wrk's (pgbench: "
+               "itself). CPU0 / CPU1 busy are from /proc/stat; other load is busy CPU time "
+               "not spent by the server, the load generator, PostgreSQL or this script, in "
+               "cores: other people's processes on this machine.")
+    out.append("")
+    out.append("## Startup")
+    out.append("")
+    out.append(startup_table(summary, order))
+    out.append("")
+    out.append("## Every run")
+    out.append("")
+    rows = []
+    for r in runs:
+        rows.append([r["round"], r["label"], r["test"], fmt(r.get("rps")), fmt(r.get("p50_ms")),
+                     fmt(r.get("p99_ms")), fmt(r.get("cpu_us_per_req")),
+                     fmt(r["rss_peak_bytes"] / MIB if r.get("rss_peak_bytes") else None),
+                     fmt(r.get("db_cpu_us_per_req")),
+                     fmt(r.get("other_cores"), 2) + (" ⚠" if (r.get("other_cores") or 0) >
+                                                     NOISY_CORES else ""),
+                     "yes" if r.get("valid") else f"NO: {r.get('invalid_reason')}"])
+    out.append(table(["round", "subject", "test", "req/s", "p50 ms", "p99 ms", "CPU µs/req",
+                      "RSS MiB", "DB CPU µs/req", "other load", "valid"], rows))
+    out.append("")
+    out.append(f"⚠: other processes used more than {NOISY_CORES} cores during that run.")
+    out.append("")
+    return "\n".join(out)

@@ -8,6 +8,7 @@ and is truncated to milliseconds as node-postgres does, and the JSON is
 Python's json.dumps with JSON.stringify's separators (the two agree on every
 escape for UTF-8 text).
 """
+import atexit
 import datetime
 import http.client
 import json
@@ -74,6 +75,18 @@ def poll(predicate, timeout=15.0, what="condition"):
         time.sleep(0.01)
 
 
+_started = []
+
+
+@atexit.register
+def _kill_leftovers():
+    """A test that fails before stopping its server must not leave it running."""
+    for proc in _started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 class Notesd:
     """The real binary, started on free ports; `stop()` returns its exit code."""
 
@@ -93,6 +106,7 @@ class Notesd:
         full_env.update(env or {})
         self.proc = subprocess.Popen([*wrapper, BIN, *args], env=full_env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
+        _started.append(self.proc)
         if port is not None:
             self.port = port
         poll(self._ready, timeout=ready_timeout, what="notesd to answer /status")

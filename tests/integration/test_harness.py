@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""The comparison harness end to end, small: loadtests/run.sh runs notesd for one
+round of read, write and json (2 s each, 8 connections) against a PostgreSQL of
+this test's own, and its results must be complete and consistent: one entry per
+test, no failed request, client and server counts reconciled, startup time
+recorded, and charts that are well-formed SVG.
+
+    NOTESD_REPO=/path/to/repo /usr/bin/python3 tests/integration/test_harness.py
+
+The database is a private sql/localdb.sh instance in a temporary directory
+(NOTESD_PGDATA, NOTESD_PGPORT), never the developer's .localdb; it is stopped and
+removed at the end.
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import xml.dom.minidom
+
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+
+from notes_testlib import BIN, REPO, main  # noqa: E402
+
+MODES = ["read", "write", "json"]
+VUS = 8
+TIMEOUT_S = 110
+
+
+def free_port(lo=18100, hi=18200):
+    """A free loopback port, searched from the top of the range (run.sh takes them from the bottom)."""
+    for port in range(hi - 1, lo - 1, -1):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port in 18100-18199")
+
+
+class HarnessTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(BIN, os.X_OK):
+            raise AssertionError(f"{BIN} is not built (server/build.sh)")
+        cls.tmp = tempfile.mkdtemp(prefix="notesd-harness-")
+        os.chmod(cls.tmp, 0o755)            # PostgreSQL runs as `postgres` when we are root
+        cls.out = os.path.join(cls.tmp, "out")
+        cls.env = {k: v for k, v in os.environ.items() if k not in ("DB_URL", "PORT", "METRICS_PORT")}
+        cls.env.update({"NOTESD_PGDATA": os.path.join(cls.tmp, "pgdata"), "NOTESD_PGPORT": str(free_port()),
+                        "NOTESD_BIN": BIN, "ASAN_OPTIONS": "detect_leaks=0"})
+        argv = [os.path.join(REPO, "loadtests", "run.sh"), "native", "--rounds", "1", "--modes", ",".join(MODES),
+                "--duration", "2s", "--vus", str(VUS), "--pause", "0", "--warmup", "0", "--out", cls.out]
+        t0 = time.monotonic()
+        proc = subprocess.Popen(argv, env=cls.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = proc.communicate(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.terminate()                  # run.sh stops its target and load tool on SIGTERM
+            out, err = proc.communicate(timeout=60)
+            err += f"\n(run.sh did not finish within {TIMEOUT_S} s and was stopped)"
+        cls.seconds = time.monotonic() - t0
+        cls.res = subprocess.CompletedProcess(argv, proc.returncode, out, err)
+        print(f"  figure: run.sh took {cls.seconds:.1f} s", flush=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run([os.path.join(REPO, "sql", "localdb.sh"), "stop"], env=cls.env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def output(self):
+        return f"\n--- stdout\n{self.res.stdout}\n--- stderr\n{self.res.stderr}"
+
+    def summary(self):
+        with open(os.path.join(self.out, "summary.json")) as f:
+            return json.load(f)
+
+    def test_exits_0_and_writes_report_and_summary(self):
+        self.assertEqual(self.res.returncode, 0, self.output())
+        self.assertTrue(os.path.isfile(os.path.join(self.out, "report.md")), self.output())
+        s = self.summary()
+        self.assertEqual(sorted((t["target"], t["round"], t["mode"]) for t in s["tests"]),
+                         sorted(("native", 1, m) for m in MODES))
+        self.assertEqual(s["problems"], [])
+        self.assertIn("every test reconciled, 0 failed requests", self.res.stdout)
+        self.assertLess(self.seconds, 100)
+
+    def test_no_failed_requests(self):
+        for t in self.summary()["tests"]:
+            with self.subTest(mode=t["mode"]):
+                self.assertGreater(t["client"]["requests"], 0)
+                self.assertEqual(t["client"]["failed"], 0)
+                self.assertEqual(t["client"]["socket_errors"], 0)
+                self.assertEqual(t["server"]["non2xx"], 0)
+        with open(os.path.join(self.out, "report.md")) as f:
+            self.assertIn(f"All {len(MODES)} tests finished with 0 failed requests", f.read())
+
+    def test_client_and_server_counts_reconcile(self):
+        for t in self.summary()["tests"]:
+            with self.subTest(mode=t["mode"]):
+                r = t["reconcile"]
+                self.assertEqual(r["result"], "OK", r)
+                self.assertEqual(r["tolerance"], VUS)
+                # the server may answer the requests in flight when wrk stopped, never fewer
+                self.assertGreaterEqual(r["difference"], 0)
+                self.assertLessEqual(r["difference"], VUS)
+                with open(os.path.join(t["dir"], "reconcile.txt")) as f:
+                    self.assertIn("RESULT OK", f.read())
+
+    def test_startup_and_window_figures_recorded(self):
+        s = self.summary()
+        self.assertEqual(len(s["startups"]), 1)
+        self.assertGreater(s["startups"][0]["startup_s"], 0)
+        self.assertLess(s["startups"][0]["startup_s"], 30)
+        self.assertEqual(s["startups"][0]["exit_code"], 0)
+        for t in s["tests"]:
+            with self.subTest(mode=t["mode"]):
+                self.assertGreaterEqual(t["scrapes"], 2)
+                self.assertGreater(t["rss_mib"], 0)
+                self.assertIsNotNone(t["cpu_pct"])
+
+    def test_svg_charts_are_well_formed(self):
+        for name in ("throughput.svg", "latency.svg"):
+            with self.subTest(chart=name):
+                doc = xml.dom.minidom.parse(os.path.join(self.out, name))
+                self.assertEqual(doc.documentElement.tagName, "svg")
+
+
+if __name__ == "__main__":
+    main()

@@ -143,6 +143,18 @@ char *render_json_string(char *dst, const char *s, size_t len)
 
     *dst++ = '"';
     for (size_t i = 0; i < len; i++) {
+        /* Most text needs no escape: copy such runs in one go (the profile of
+         * the read mix showed this loop as notesd's largest cost). */
+        size_t run = i;
+        while (run < len && (unsigned char)s[run] >= 0x20 && s[run] != '"' && s[run] != '\\')
+            run++;
+        if (run > i) {
+            memcpy(dst, s + i, run - i);
+            dst += run - i;
+            i = run;
+            if (i == len)
+                break;
+        }
         unsigned char c = (unsigned char)s[i];
         switch (c) {
         case '"':

@@ -63,6 +63,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def free_port_in(lo, hi):
+    """A loopback port in lo..hi, searched from the top, that nothing is bound to now."""
+    for port in range(hi, lo - 1, -1):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port in {lo}..{hi}")
+
+
 def poll(predicate, timeout=15.0, what="condition"):
     """Polls `predicate` until it returns a true value or `timeout` passes."""
     deadline = time.monotonic() + timeout

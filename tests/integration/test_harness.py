@@ -24,23 +24,11 @@ import xml.dom.minidom
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 
-from notes_testlib import BIN, REPO, main  # noqa: E402
+from notes_testlib import BIN, REPO, free_port_in, main  # noqa: E402
 
 MODES = ["read", "write", "json"]
 VUS = 8
 TIMEOUT_S = 110
-
-
-def free_port(lo=18100, hi=18200):
-    """A free loopback port, searched from the top of the range (run.sh takes them from the bottom)."""
-    for port in range(hi - 1, lo - 1, -1):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise AssertionError("no free port in 18100-18199")
 
 
 class HarnessTest(unittest.TestCase):
@@ -52,7 +40,7 @@ class HarnessTest(unittest.TestCase):
         os.chmod(cls.tmp, 0o755)            # PostgreSQL runs as `postgres` when we are root
         cls.out = os.path.join(cls.tmp, "out")
         cls.env = {k: v for k, v in os.environ.items() if k not in ("DB_URL", "PORT", "METRICS_PORT")}
-        cls.env.update({"NOTESD_PGDATA": os.path.join(cls.tmp, "pgdata"), "NOTESD_PGPORT": str(free_port()),
+        cls.env.update({"NOTESD_PGDATA": os.path.join(cls.tmp, "pgdata"), "NOTESD_PGPORT": str(free_port_in(18100, 18199)),
                         "NOTESD_BIN": BIN, "ASAN_OPTIONS": "detect_leaks=0"})
         argv = [os.path.join(REPO, "loadtests", "run.sh"), "native", "--rounds", "1", "--modes", ",".join(MODES),
                 "--duration", "2s", "--vus", str(VUS), "--pause", "0", "--warmup", "0", "--out", cls.out]

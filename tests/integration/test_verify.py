@@ -19,7 +19,7 @@ import tempfile
 import time
 import unittest
 
-from notes_testlib import BIN, REPO, Notesd, main, poll
+from notes_testlib import BIN, REPO, Notesd, free_port, free_port_in, main, poll
 
 VERIFY = os.path.join(REPO, "loadtests", "verify")
 BROKEN = os.path.join(REPO, "loadtests", "verification", "broken_target.py")
@@ -38,24 +38,6 @@ DEFECTS = {
 
 def figure(text):
     print(f"  figure: {text}", flush=True)
-
-
-def port_in(lo, hi):
-    """A port of lo..hi that nothing is bound to now."""
-    for port in range(lo, hi + 1):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise AssertionError(f"no free port in {lo}..{hi}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def answers(port):
@@ -128,7 +110,7 @@ class VerifyTest(unittest.TestCase):
         figure(checks["work.db_calls"]["detail"])
 
     def broken(self, defect):
-        port = port_in(18250, 18299)
+        port = free_port_in(18250, 18299)
         proc = subprocess.Popen([sys.executable, BROKEN, "--db-url", self.pg.url,
                                  "--port", str(port), "--defect", defect],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -154,7 +136,7 @@ class VerifyTest(unittest.TestCase):
             proc.stderr.close()
 
     def notesd(self, server_timing):
-        port, metrics = port_in(18250, 18299), port_in(19250, 19299)
+        port, metrics = free_port_in(18250, 18299), free_port_in(19250, 19299)
         server = Notesd(self.pg.url, env={"PORT": str(port), "METRICS_PORT": str(metrics),
                                           "SERVER_TIMING": server_timing}, port=port)
         self.addCleanup(server.stop)

@@ -1,0 +1,72 @@
+"""The contract every load-tool adapter keeps.
+
+An adapter is a module in this package with:
+
+    NAME: str                   the tool's name in reports ("wrk", "h2load", ...)
+    INSTALL_HINT: str           the command that installs it on Debian 12
+    def available() -> bool     is the tool on this machine
+    def version() -> str        the tool's own version string
+    def command(spec: RunSpec, workdir: str) -> list[str]
+                                argv that runs the load described by spec; the
+                                adapter may write helper files (scripts) into workdir
+    def parse(stdout: str, stderr: str, workdir: str, spec: RunSpec) -> ToolResult
+                                the tool's figures, read from its machine-readable
+                                output where it has one (files it wrote in workdir)
+
+Adapters never start servers, never sleep and never touch any address but the
+spec's URL (which the runner has checked is loopback or a namespace of ours).
+"""
+from dataclasses import dataclass, field, asdict
+from typing import Optional
+
+
+@dataclass
+class RunSpec:
+    url: str                           # full URL of the one route under load
+    connections: int = 10              # concurrent connections (or virtual users)
+    duration_s: Optional[float] = 10   # run for this long ...
+    requests: Optional[int] = None     # ... or until this many requests (when the tool needs a count)
+    keepalive: bool = True
+    rate: Optional[float] = None       # requests/s for tools with an open (rate-driven) model
+    http2: bool = False                # HTTP/2 (over TLS for https URLs, h2c otherwise)
+    insecure_tls: bool = True          # self-signed test certificates
+    timeout_s: float = 10              # per-request timeout the tool should use
+    threads: int = 1                   # tool threads/workers where it has them
+
+
+@dataclass
+class Errors:
+    non2xx: int = 0    # responses with a status outside 200..299
+    connect: int = 0   # connections that could not be opened
+    timeout: int = 0   # requests the tool gave up waiting for
+    reset: int = 0     # connections reset or closed mid-request
+    other: int = 0     # anything the tool reports that fits none of the above
+
+    def total(self) -> int:
+        return self.non2xx + self.connect + self.timeout + self.reset + self.other
+
+
+@dataclass
+class Latency:
+    """Milliseconds; None where the tool does not report the figure."""
+    mean: Optional[float] = None
+    p50: Optional[float] = None
+    p90: Optional[float] = None
+    p99: Optional[float] = None
+    max: Optional[float] = None
+
+
+@dataclass
+class ToolResult:
+    tool: str
+    version: str = ""
+    requests: int = 0              # requests completed: a response was received, any status
+    errors: Errors = field(default_factory=Errors)
+    rps: float = 0.0               # the tool's own req/s figure (or requests / its duration)
+    duration_s: float = 0.0        # the run's length as the tool measured it
+    latency: Latency = field(default_factory=Latency)
+    cpu_s: Optional[float] = None  # the tool's user+system CPU (filled by the runner)
+    notes: list = field(default_factory=list)  # caveats about what the tool reports
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -25,9 +25,12 @@ LOADTESTS = os.path.dirname(HERE)
 REPO = os.path.dirname(LOADTESTS)
 sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, HERE)
+sys.path.insert(0, LOADTESTS)
 
-import measure  # noqa: E402
+import pgbench_output  # noqa: E402
 import report  # noqa: E402
+from loadlib.quantile import percentile  # noqa: E402
+from loadlib.tools import wrk  # noqa: E402
 
 
 def load_bench():
@@ -115,13 +118,13 @@ tps = 617.000000 (without initial connection time)
 
 class Parsing(unittest.TestCase):
     def test_wrk(self):
-        w = measure.parse_wrk(WRK_OUT)
+        w = wrk.json_line(WRK_OUT)
         self.assertEqual(w["requests"], 100)
         self.assertEqual(w["p99_ms"], 3.0)
-        self.assertIsNone(measure.parse_wrk("no summary"))
+        self.assertIsNone(wrk.json_line("no summary"))
 
     def test_pgbench(self):
-        p = measure.parse_pgbench(PGBENCH_OUT)
+        p = pgbench_output.parse_pgbench(PGBENCH_OUT)
         self.assertEqual(p["tps"], 617.0)
         self.assertEqual(p["transactions"], 1234)
         self.assertEqual(p["failed"], 0)
@@ -132,15 +135,15 @@ class Parsing(unittest.TestCase):
             with open(path, "w") as f:
                 for i, us in enumerate([3000, 1000, 2000]):
                     f.write(f"0 {i} {us} 0 1700000000 {i}\n")
-            self.assertEqual(measure.pgbench_log_latencies([path]), [1.0, 2.0, 3.0])
+            self.assertEqual(pgbench_output.pgbench_log_latencies([path]), [1.0, 2.0, 3.0])
 
     def test_percentile_nearest_rank(self):
         v = list(range(1, 101))
-        self.assertEqual(measure.percentile(v, 50), 50)
-        self.assertEqual(measure.percentile(v, 99), 99)
-        self.assertEqual(measure.percentile(v, 100), 100)
-        self.assertEqual(measure.percentile([7], 99), 7)
-        self.assertIsNone(measure.percentile([], 50))
+        self.assertEqual(percentile(v, 50), 50)
+        self.assertEqual(percentile(v, 99), 99)
+        self.assertEqual(percentile(v, 100), 100)
+        self.assertEqual(percentile([7], 99), 7)
+        self.assertIsNone(percentile([], 50))
 
     def test_spread(self):
         self.assertAlmostEqual(report.spread([90, 100, 110]), 0.2)

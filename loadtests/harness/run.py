@@ -2,18 +2,15 @@
 the same load, against the same freshly reset PostgreSQL, in rotated order.
 Started by loadtests/run.sh (see there for the options)."""
 import argparse
-import ctypes
 import datetime
 import json
 import os
-import platform
 import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
-import urllib.parse
 
 sys.dont_write_bytecode = True   # no __pycache__ next to the scripts
 
@@ -21,9 +18,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LOADTESTS = os.path.dirname(HERE)
 REPO = os.path.dirname(LOADTESTS)
 sys.path.insert(0, HERE)
+sys.path.insert(0, LOADTESTS)
 
 import analyze  # noqa: E402
-from sampler import Sampler, find_postmaster, http_get  # noqa: E402
+from loadlib import procs, server  # noqa: E402
+from loadlib.netcheck import db_hosts, db_port, is_loopback_host, remote_db_hosts  # noqa: E402,F401
+from loadlib.procs import find_postmaster, loadavg, machine_info  # noqa: E402
+from loadlib.sampler import Sampler  # noqa: E402
+from loadlib.tools import wrk  # noqa: E402
 
 TARGETS = ("native", "node", "bun", "deno")
 MODES = ("read", "write", "mixed", "json")
@@ -121,51 +123,6 @@ def parse_args(argv):
 
 # --------------------------------------------------------------------- the database
 
-LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
-
-
-def is_loopback_host(host):
-    if host is None or host == "" or host.startswith("/"):
-        return True                                  # unix socket
-    host = host.strip("[]").lower()
-    if host in LOOPBACK_NAMES or host == "::1":
-        return True
-    return bool(re.fullmatch(r"127\.\d{1,3}\.\d{1,3}\.\d{1,3}", host))
-
-
-def db_hosts(url):
-    """Every host a libpq URI or key=value string names ([] means the default: a unix socket)."""
-    if re.match(r"^postgres(ql)?://", url):
-        u = urllib.parse.urlsplit(url)
-        netloc = u.netloc.rsplit("@", 1)[-1]
-        hosts = []
-        for part in netloc.split(","):
-            part = part.strip()
-            if part.startswith("["):
-                hosts.append(part[1:part.index("]")] if "]" in part else part)
-            else:
-                hosts.append(part.rsplit(":", 1)[0] if part.count(":") == 1 else part)
-        q = urllib.parse.parse_qs(u.query)
-        hosts += [h for v in q.get("host", []) + q.get("hostaddr", []) for h in v.split(",")]
-        return [urllib.parse.unquote(h) for h in hosts if h]
-    hosts = []
-    for m in re.finditer(r"\b(host|hostaddr)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", url):
-        hosts += m.group(2).strip("'").split(",")
-    return [h for h in hosts if h]
-
-
-def db_port(url):
-    if re.match(r"^postgres(ql)?://", url):
-        netloc = urllib.parse.urlsplit(url).netloc.rsplit("@", 1)[-1]
-        m = re.search(r":(\d+)$", netloc.split(",")[0])
-        q = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
-        if "port" in q:
-            return int(q["port"][0])
-        return int(m.group(1)) if m else 5432
-    m = re.search(r"\bport\s*=\s*'?(\d+)", url)
-    return int(m.group(1)) if m else 5432
-
-
 class Database:
     """The notes database: the private one of sql/localdb.sh (DB_URL unset), or DB_URL."""
 
@@ -173,8 +130,7 @@ class Database:
         self.localdb = os.path.join(REPO, "sql", "localdb.sh")
         url = os.environ.get("DB_URL", "")
         if url:
-            hosts = db_hosts(url)
-            remote = [h for h in hosts if not is_loopback_host(h)]
+            remote = remote_db_hosts(url)
             if remote and not allow_remote:
                 raise HarnessError(f"DB_URL names {', '.join(remote)}, which is not on this machine; every run "
                                    "drops and reseeds its notes table. Pass --allow-remote-db if that is meant.")
@@ -225,39 +181,16 @@ class Database:
 
 # --------------------------------------------------------------------- targets
 
-def port_free(port):
-    import socket
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def pick_ports():
-    for port in TARGET_PORTS:
-        if port_free(port) and port_free(port + METRICS_OFFSET):
-            return port, port + METRICS_OFFSET
-    raise HarnessError("no free port pair in 18100-18199 / 19100-19199")
+    ports = server.pick_ports(TARGET_PORTS, METRICS_OFFSET)
+    if ports is None:
+        raise HarnessError("no free port pair in 18100-18199 / 19100-19199")
+    return ports
 
 
 def pinning():
     """(target cpu, tool cpu) or (None, None) when this machine has fewer than two usable CPUs."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if 0 in cpus and 1 in cpus and shutil.which("taskset"):
-        return 1, 0
-    return None, None
-
-
-def die_with_parent():
-    """In the child before exec: SIGTERM when the harness goes away, whatever the reason."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)          # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    return (1, 0) if procs.can_pin((0, 1)) else (None, None)
 
 
 class Target:
@@ -265,7 +198,6 @@ class Target:
         self.name = name
         self.notesd_bin = notesd_bin
         self.proc = None
-        self.log = None
 
     def command(self):
         if self.name == "native":
@@ -288,50 +220,26 @@ class Target:
 
     def start(self, db_url, port, metrics_port, cpu, log_path):
         argv, cwd = self.command()
-        if cpu is not None:
-            argv = ["taskset", "-c", str(cpu)] + argv
-        self.log = open(log_path, "wb")
+        argv = procs.taskset(argv, cpu)
         t0 = time.monotonic()
-        # taskset execs the server, so the pid is the server's own. Its own session keeps a
-        # terminal's Ctrl-C away from it (the harness stops it); if the harness dies, the
-        # server gets SIGTERM from the kernel (PR_SET_PDEATHSIG survives exec).
-        self.proc = subprocess.Popen(argv, cwd=cwd, env=self.env(db_url, port, metrics_port),
-                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=die_with_parent)
+        # taskset execs the server, so the pid is the server's own; if the harness dies,
+        # the server gets SIGTERM from the kernel (tied)
+        self.proc = server.Spawned(argv, self.env(db_url, port, metrics_port), cwd, log_path, tied=True)
         return t0, argv, cwd
 
     def wait_first_200(self, port, t0):
         """Seconds from spawn to the first 200 of GET /notes?tag=js."""
-        while True:
-            if self.proc.poll() is not None:
-                raise HarnessError(f"{self.name} exited with {self.proc.returncode} before answering")
-            try:
-                status, _ = http_get(port, STARTUP_PATH, timeout=2.0)
-                if status == 200:
-                    return time.monotonic() - t0
-            except OSError:
-                pass
-            if time.monotonic() - t0 > STARTUP_TIMEOUT_S:
-                raise HarnessError(f"{self.name} gave no 200 on {STARTUP_PATH} within {STARTUP_TIMEOUT_S:.0f} s")
-            time.sleep(STARTUP_POLL_S)
+        try:
+            return server.wait_ready(self.proc, port, STARTUP_PATH, t0, limit_s=STARTUP_TIMEOUT_S,
+                                     poll_s=STARTUP_POLL_S, timeout_s=2.0)
+        except server.NotReady as e:
+            raise HarnessError(f"{self.name}: {e}") from None
 
     def stop(self):
         """SIGTERM, wait; SIGKILL after STOP_TIMEOUT_S. Returns (exit code, seconds, killed)."""
         if self.proc is None:
             return None, 0.0, False
-        t0 = time.monotonic()
-        killed = False
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                killed = True
-        if self.log:
-            self.log.close()
-        return self.proc.returncode, time.monotonic() - t0, killed
+        return self.proc.stop(STOP_TIMEOUT_S)
 
 
 def runtime_version(name):
@@ -373,22 +281,23 @@ def ensure_binaries(targets):
 class Tool:
     def __init__(self, choice, vus, duration_s):
         k6 = shutil.which("k6")
-        wrk = shutil.which("wrk")
         if choice == "k6" and not k6:
             raise HarnessError("--tool k6: k6 is not on PATH")
         if choice in ("auto", "k6") and k6:
             self.name, self.path = "k6", k6
-        elif wrk:
-            self.name, self.path = "wrk", wrk
+        elif wrk.available():
+            self.name, self.path = "wrk", wrk.path()
         else:
-            raise HarnessError("neither k6 nor wrk is on PATH (apt-get install -y wrk)")
+            raise HarnessError(f"neither k6 nor wrk is on PATH ({wrk.INSTALL_HINT})")
         self.vus = vus
         self.duration_s = duration_s
+        if self.name == "wrk":
+            self.version = wrk.version() or self.name
+            return
         try:
-            out = subprocess.run([self.path, "--version"] if self.name == "k6" else [self.path, "-v"],
-                                 capture_output=True, text=True, timeout=10)
+            out = subprocess.run([self.path, "--version"], capture_output=True, text=True, timeout=10)
             first = (out.stdout + out.stderr).strip().splitlines()[0]
-            self.version = re.sub(r"\s*(\[epoll\]|Copyright).*$", "", first).strip() or self.name
+            self.version = re.sub(r"\s*Copyright.*$", "", first).strip() or self.name
         except (OSError, subprocess.TimeoutExpired, IndexError):
             self.version = self.name
 
@@ -561,37 +470,6 @@ class Run:
             if target.proc.poll() is not None:
                 raise HarnessError(f"{target.name} exited with {target.proc.returncode}")
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
-
-
-def loadavg():
-    try:
-        with open("/proc/loadavg") as f:
-            return [float(x) for x in f.read().split()[:3]]
-    except (OSError, ValueError):
-        return None
-
-
-def machine_info():
-    info = {"cores": os.cpu_count(), "kernel": platform.release(), "python": platform.python_version()}
-    try:
-        with open("/proc/cpuinfo") as f:
-            m = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M)
-            info["cpu"] = m.group(1).strip() if m else None
-    except OSError:
-        pass
-    try:
-        with open("/proc/meminfo") as f:
-            m = re.search(r"^MemTotal:\s*(\d+) kB", f.read(), re.M)
-            info["memory_mib"] = int(m.group(1)) // 1024 if m else None
-    except OSError:
-        pass
-    try:
-        with open("/etc/os-release") as f:
-            m = re.search(r'^PRETTY_NAME="?([^"\n]*)', f.read(), re.M)
-            info["os"] = m.group(1) if m else None
-    except OSError:
-        pass
-    return info
 
 
 def on_signal(signum, frame):

@@ -70,6 +70,7 @@ class Samples(unittest.TestCase):
         self.assertEqual(percentile(v, 50), 50)
         self.assertEqual(percentile(v, 99), 99)
         self.assertEqual(percentile(v, 99.5), 100)
+        self.assertEqual(percentile(v, 100), 100)
         self.assertEqual(percentile(v, 0), 1)
         self.assertEqual(percentile([7], 99), 7)
         self.assertIsNone(percentile([], 50))

@@ -15,7 +15,7 @@ import re
 import shutil
 import subprocess
 
-from .base import Errors, Latency, RunSpec, ToolResult  # noqa: F401  (RunSpec: the contract's)
+from .base import Errors, Latency, ToolResult
 
 NAME = "wrk"
 INSTALL_HINT = "apt-get install -y wrk"

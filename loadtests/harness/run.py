@@ -21,7 +21,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, LOADTESTS)
 
 import analyze  # noqa: E402
-from loadlib import procs, server  # noqa: E402
+from loadlib import pg, procs, server  # noqa: E402
 from loadlib.netcheck import db_hosts, db_port, is_loopback_host, remote_db_hosts  # noqa: E402,F401
 from loadlib.procs import find_postmaster, loadavg, machine_info  # noqa: E402
 from loadlib.sampler import Sampler  # noqa: E402
@@ -35,8 +35,6 @@ STARTUP_PATH = "/notes?tag=js"
 STARTUP_POLL_S = 0.005
 STARTUP_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
-PEER_DIR = os.path.join(LOADTESTS, "peers", "express")
-RUNTIME_BIN = os.path.join(LOADTESTS, "peers", "runtimes", "node_modules", ".bin")
 SEED = {"rounds": 3, "modes": "read,write,mixed,json", "duration": "180s", "vus": 100, "pause": "15s",
         "warmup": "30s"}
 QUICK = {"rounds": 1, "duration": "10s", "pause": "2s", "warmup": "2s"}
@@ -127,7 +125,6 @@ class Database:
     """The notes database: the private one of sql/localdb.sh (DB_URL unset), or DB_URL."""
 
     def __init__(self, allow_remote):
-        self.localdb = os.path.join(REPO, "sql", "localdb.sh")
         url = os.environ.get("DB_URL", "")
         if url:
             remote = remote_db_hosts(url)
@@ -140,42 +137,22 @@ class Database:
         else:
             self.private = True
             self.remote = False
-            res = subprocess.run([self.localdb, "start"], capture_output=True, text=True)
-            if res.returncode != 0:
-                raise HarnessError(f"sql/localdb.sh start failed:\n{res.stdout}{res.stderr}")
-            self.url = subprocess.run([self.localdb, "url"], capture_output=True, text=True,
-                                      check=True).stdout.strip()
+            try:
+                pg.localdb("start")
+                self.url = pg.localdb("url").stdout.strip()
+            except pg.DatabaseError as e:
+                raise HarnessError(str(e)) from None
         self.port = db_port(self.url)
         self.postmaster = None if self.remote else find_postmaster(self.port)
-        self.version = self._version()
-
-    def _psql(self, *args, check=True):
-        return subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", self.url, *args],
-                              capture_output=True, text=True, check=check,
-                              env={**os.environ, "PGOPTIONS": "-c client_min_messages=warning"})
-
-    def _version(self):
-        try:
-            return self._psql("-tA", "-c", "show server_version").stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
+        self.version = pg.server_version(self.url)
 
     def reset(self):
         """Drop, recreate and reseed the notes table; returns seconds taken."""
         t0 = time.monotonic()
-        if self.private:
-            res = subprocess.run([self.localdb, "reset"], capture_output=True, text=True)
-            if res.returncode != 0:
-                raise HarnessError(f"sql/localdb.sh reset failed:\n{res.stdout}{res.stderr}")
-        else:
-            sql = os.path.join(REPO, "sql")
-            try:
-                self._psql("-f", os.path.join(sql, "reset.sql"))
-            except subprocess.CalledProcessError as e:
-                raise HarnessError(f"resetting the notes table failed:\n{e.stderr}") from None
-            # statistics are a nicety: a server without pg_stat_statements is fine
-            self._psql("-f", os.path.join(sql, "pg_stat_statements.sql"), check=False)
-            self._psql("-c", "select pg_stat_statements_reset()", check=False)
+        try:
+            pg.reset(self.url, self.private)
+        except pg.DatabaseError as e:
+            raise HarnessError(str(e)) from None
         return time.monotonic() - t0
 
 
@@ -200,23 +177,11 @@ class Target:
         self.proc = None
 
     def command(self):
-        if self.name == "native":
-            return [self.notesd_bin], REPO
-        binary = os.path.join(RUNTIME_BIN, self.name)
-        if self.name == "deno":
-            return [binary, "run", "-A", "server.js"], PEER_DIR
-        return [binary, "server.js"], PEER_DIR
+        return server.target_command(self.name, self.notesd_bin)
 
     def env(self, db_url, port, metrics_port):
-        env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR") if k in os.environ}
-        env.update({"DB_URL": db_url, "PORT": str(port), "HOST": "127.0.0.1",
-                    "METRICS_PORT": str(metrics_port), "POOL_MAX": "20"})
-        if self.name == "native":
-            env.update({"SERVER_TIMING": "0", "METRICS_HOST": "127.0.0.1",
-                        "STATIC_DIR": os.path.join(LOADTESTS, "static")})
-        if self.name == "deno":
-            env["DENO_NO_UPDATE_CHECK"] = "1"
-        return env
+        base = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR") if k in os.environ}
+        return server.target_env(self.name, base, db_url, port, metrics_port, pool_max=20)
 
     def start(self, db_url, port, metrics_port, cpu, log_path):
         argv, cwd = self.command()
@@ -242,18 +207,6 @@ class Target:
         return self.proc.stop(STOP_TIMEOUT_S)
 
 
-def runtime_version(name):
-    """`<runtime> --version` of a peer runtime (notesd's version comes from its notes_build_info)."""
-    if name == "native":
-        return None
-    argv = [os.path.join(RUNTIME_BIN, name), "--version"]
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.splitlines()[0] if out else None
-
-
 def ensure_binaries(targets):
     notesd_bin = os.environ.get("NOTESD_BIN") or os.path.join(REPO, "build", "notesd")
     if "native" in targets:
@@ -266,11 +219,10 @@ def ensure_binaries(targets):
             if res.returncode != 0 or not os.access(notesd_bin, os.X_OK):
                 raise HarnessError(f"server/build.sh failed:\n{res.stdout}{res.stderr}")
     peers = [t for t in targets if t != "native"]
-    missing = [t for t in peers if not os.access(os.path.join(RUNTIME_BIN, t), os.X_OK)]
-    if peers and (missing or not os.path.isdir(os.path.join(PEER_DIR, "node_modules", "express"))):
+    if peers and not server.peers_ready(peers):
+        missing = [t for t in peers if not server.runtime_installed(t)]
         log(f"== installing the peer and runtimes (loadtests/peers/install.sh){': missing ' + ', '.join(missing) if missing else ''}")
-        res = subprocess.run([os.path.join(LOADTESTS, "peers", "install.sh")], capture_output=True, text=True)
-        missing = [t for t in peers if not os.access(os.path.join(RUNTIME_BIN, t), os.X_OK)]
+        missing, res = server.install_peers(peers)
         if res.returncode != 0 and missing:
             raise HarnessError(f"loadtests/peers/install.sh failed:\n{res.stdout[-2000:]}{res.stderr[-2000:]}")
     return notesd_bin
@@ -506,7 +458,7 @@ def main(argv=None):
         "tool": tool.name, "tool_version": tool.version, "tool_cpu": cpus[1], "target_cpu": cpus[0],
         "db": {"private": db.private, "host": ", ".join(db_hosts(db.url)) or "unix socket", "port": db.port,
                "version": db.version, "postmaster_pid": db.postmaster},
-        "versions": {t: runtime_version(t) for t in a.targets},
+        "versions": {t: server.runtime_version(t) for t in a.targets},
         "machine": machine_info(),
     }
     with open(os.path.join(a.out, "run.json"), "w") as f:

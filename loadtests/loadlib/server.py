@@ -192,3 +192,69 @@ def wait_ready(proc, port, path, t0, limit_s=30.0, poll_s=0.001, timeout_s=1.0):
         if time.monotonic() - t0 > limit_s:
             raise NotReady(f"no 200 from {path} within {limit_s:.0f} s")
         time.sleep(poll_s)
+
+
+# --------------------------------------------------------------------- what runs: notesd and the peer
+
+LOADTESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(LOADTESTS)
+PEER_DIR = os.path.join(LOADTESTS, "peers", "express")
+RUNTIME_BIN = os.path.join(LOADTESTS, "peers", "runtimes", "node_modules", ".bin")
+STATIC_DIR = os.path.join(LOADTESTS, "static")
+PEERS = ("node", "bun", "deno")
+
+
+def target_command(runtime, notesd_bin):
+    """(argv, cwd) of a target: notesd ("native") from the repository's top, or the
+    Express peer on a pinned runtime from loadtests/peers/express."""
+    if runtime not in PEERS:
+        return [notesd_bin], REPO
+    binary = os.path.join(RUNTIME_BIN, runtime)
+    if runtime == "deno":
+        return [binary, "run", "-A", "server.js"], PEER_DIR
+    return [binary, "server.js"], PEER_DIR
+
+
+def target_env(runtime, base, db_url, port, metrics_port, pool_max=20):
+    """The environment of a target: `base` plus the settings every command gives it. Both
+    listen on 127.0.0.1 only and serve loadtests/static (the peer's ./static is a link to
+    it); notesd runs without Server-Timing (the reference's headers)."""
+    env = dict(base)
+    env.update({"DB_URL": db_url, "HOST": "127.0.0.1", "PORT": str(port), "METRICS_PORT": str(metrics_port),
+                "POOL_MAX": str(pool_max), "STATIC_DIR": STATIC_DIR})
+    if runtime in PEERS:
+        env["PATH"] = RUNTIME_BIN + os.pathsep + env.get("PATH", "")
+        if runtime == "deno":
+            env["DENO_NO_UPDATE_CHECK"] = "1"
+    else:
+        env.update({"SERVER_TIMING": "0", "METRICS_HOST": "127.0.0.1"})
+    return env
+
+
+def runtime_installed(runtime):
+    return os.access(os.path.join(RUNTIME_BIN, runtime), os.X_OK)
+
+
+def peers_ready(runtimes):
+    """True when every runtime named and the peer's node_modules are installed."""
+    return (all(runtime_installed(r) for r in runtimes)
+            and os.path.isdir(os.path.join(PEER_DIR, "node_modules", "express")))
+
+
+def install_peers(runtimes, capture=True):
+    """Runs loadtests/peers/install.sh (npm ci of the peer and the pinned runtimes).
+    Returns (runtimes still missing, its CompletedProcess)."""
+    res = subprocess.run([os.path.join(LOADTESTS, "peers", "install.sh")], capture_output=capture, text=True)
+    return [r for r in runtimes if not runtime_installed(r)], res
+
+
+def runtime_version(runtime):
+    """`<runtime> --version`'s first line for a peer runtime, else None."""
+    if runtime not in PEERS:
+        return None
+    try:
+        out = subprocess.run([os.path.join(RUNTIME_BIN, runtime), "--version"], capture_output=True, text=True,
+                             timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.splitlines()[0] if out else None

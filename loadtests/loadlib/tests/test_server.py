@@ -93,6 +93,31 @@ class Spawning(unittest.TestCase):
         self.assertEqual(procs.taskset(["x"], None), ["x"])
 
 
+class Targets(unittest.TestCase):
+    def test_commands(self):
+        self.assertEqual(server.target_command("native", "/x/notesd"), (["/x/notesd"], server.REPO))
+        argv, cwd = server.target_command("deno", "/x/notesd")
+        self.assertEqual((argv[1:], cwd), (["run", "-A", "server.js"], server.PEER_DIR))
+        self.assertEqual(os.path.basename(argv[0]), "deno")
+        argv, _ = server.target_command("node", "/x/notesd")
+        self.assertEqual(argv[1:], ["server.js"])
+
+    def test_environments(self):
+        base = {"PATH": "/usr/bin", "KEEP": "1"}
+        env = server.target_env("native", base, "postgresql://u@127.0.0.1/n", 18100, 19100, pool_max=7)
+        self.assertEqual({k: env[k] for k in ("DB_URL", "HOST", "PORT", "METRICS_HOST", "METRICS_PORT",
+                                              "POOL_MAX", "SERVER_TIMING", "KEEP", "PATH")},
+                         {"DB_URL": "postgresql://u@127.0.0.1/n", "HOST": "127.0.0.1", "PORT": "18100",
+                          "METRICS_HOST": "127.0.0.1", "METRICS_PORT": "19100", "POOL_MAX": "7",
+                          "SERVER_TIMING": "0", "KEEP": "1", "PATH": "/usr/bin"})
+        self.assertEqual(env["STATIC_DIR"], server.STATIC_DIR)
+        self.assertEqual(base, {"PATH": "/usr/bin", "KEEP": "1"})       # not modified
+        deno = server.target_env("deno", base, "u", 1, 2)
+        self.assertEqual(deno["DENO_NO_UPDATE_CHECK"], "1")
+        self.assertTrue(deno["PATH"].startswith(server.RUNTIME_BIN + os.pathsep))
+        self.assertNotIn("SERVER_TIMING", deno)
+
+
 class Machine(unittest.TestCase):
     def test_cores(self):
         cores = procs.core_times()

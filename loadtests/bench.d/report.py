@@ -4,6 +4,9 @@ the Markdown report. Pure functions over the raw records bench.json keeps."""
 
 import statistics
 
+from loadlib.quantile import median
+from loadlib.report import table
+
 HTTP_TESTS = ["json", "hello", "status", "static"]
 DB_TESTS = ["read", "write", "mixed"]
 PEERS = ["node", "bun", "deno"]
@@ -30,10 +33,6 @@ NOISY_CORES = 0.25
 
 def label_of(subject, threads):
     return subject if threads == 1 else f"{subject}@{threads}t"
-
-
-def median(values):
-    return statistics.median(values) if values else None
 
 
 def spread(values):
@@ -264,12 +263,6 @@ def fmt_ratio(r):
 
 def fmt_pct(v):
     return "–" if v is None else f"{100 * v:.0f}%"
-
-
-def table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
 
 
 def raw_tables(summary, tests, order):

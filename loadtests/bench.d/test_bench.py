@@ -4,7 +4,7 @@
 
 - the pgbench scripts send notesd's SQL text, statement for statement;
 - the pgbench weights are loadtests/mixes.json's shares;
-- wrk and pgbench output parsing, percentiles, medians and spread;
+- pgbench output parsing, medians and spread (wrk parsing and percentiles: loadlib/tests);
 - ratios, best peer and PASS/MISS on made-up figures;
 - the h2o configuration template is accepted by h2o (when h2o is installed).
 """
@@ -25,8 +25,9 @@ LOADTESTS = os.path.dirname(HERE)
 REPO = os.path.dirname(LOADTESTS)
 sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, HERE)
+sys.path.insert(0, LOADTESTS)
 
-import measure  # noqa: E402
+import pgbench_output  # noqa: E402
 import report  # noqa: E402
 
 
@@ -99,11 +100,6 @@ class PgbenchScripts(unittest.TestCase):
                     self.assertAlmostEqual(got[k], want[k])
 
 
-WRK_OUT = """mode          read
-requests      100
-WRK_JSON {"mode":"read","requests":100,"duration_s":1.000,"rps":100.0,"p50_ms":1.000,"p95_ms":2.000,"p99_ms":3.000,"max_ms":4.000,"non2xx":0,"socket_errors":0}
-"""
-
 PGBENCH_OUT = """transaction type: multiple scripts
 number of transactions actually processed: 1234
 number of failed transactions: 0 (0.000%)
@@ -114,14 +110,8 @@ tps = 617.000000 (without initial connection time)
 
 
 class Parsing(unittest.TestCase):
-    def test_wrk(self):
-        w = measure.parse_wrk(WRK_OUT)
-        self.assertEqual(w["requests"], 100)
-        self.assertEqual(w["p99_ms"], 3.0)
-        self.assertIsNone(measure.parse_wrk("no summary"))
-
     def test_pgbench(self):
-        p = measure.parse_pgbench(PGBENCH_OUT)
+        p = pgbench_output.parse_pgbench(PGBENCH_OUT)
         self.assertEqual(p["tps"], 617.0)
         self.assertEqual(p["transactions"], 1234)
         self.assertEqual(p["failed"], 0)
@@ -132,15 +122,7 @@ class Parsing(unittest.TestCase):
             with open(path, "w") as f:
                 for i, us in enumerate([3000, 1000, 2000]):
                     f.write(f"0 {i} {us} 0 1700000000 {i}\n")
-            self.assertEqual(measure.pgbench_log_latencies([path]), [1.0, 2.0, 3.0])
-
-    def test_percentile_nearest_rank(self):
-        v = list(range(1, 101))
-        self.assertEqual(measure.percentile(v, 50), 50)
-        self.assertEqual(measure.percentile(v, 99), 99)
-        self.assertEqual(measure.percentile(v, 100), 100)
-        self.assertEqual(measure.percentile([7], 99), 7)
-        self.assertIsNone(measure.percentile([], 50))
+            self.assertEqual(pgbench_output.pgbench_log_latencies([path]), [1.0, 2.0, 3.0])
 
     def test_spread(self):
         self.assertAlmostEqual(report.spread([90, 100, 110]), 0.2)

@@ -31,32 +31,26 @@ only; every run is bounded by --duration (at most 120 s) plus --timeout.
 """
 import argparse
 import asyncio
-import ipaddress
 import json
-import math
+import os
 import sys
 import time
 import urllib.parse
+
+sys.dont_write_bytecode = True   # no __pycache__ next to the scripts
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from loadlib.netcheck import is_loopback  # noqa: E402
+from loadlib.quantile import percentile as nearest_rank  # noqa: E402
 
 MAX_DURATION = 120.0
 MAX_RATE = 20000.0
 
 
 def percentile(sorted_values, q):
-    """Nearest-rank percentile of an ascending list (q in 0..100)."""
-    if not sorted_values:
-        return 0.0
-    k = max(0, math.ceil(q / 100.0 * len(sorted_values)) - 1)
-    return sorted_values[min(k, len(sorted_values) - 1)]
-
-
-def is_loopback(host):
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    """Nearest-rank percentile of an ascending list (q in 0..100); 0 when empty."""
+    v = nearest_rank(sorted_values, q)
+    return 0.0 if v is None else v
 
 
 class Client:

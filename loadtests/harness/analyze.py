@@ -16,20 +16,19 @@ seed's analysis does; for tests shorter than 100 s the window starts at 20% of
 the duration instead.
 """
 import gzip
-import importlib.machinery
-import importlib.util
 import json
 import math
 import os
 import re
-import statistics
 import sys
 
 sys.dont_write_bytecode = True   # no __pycache__ next to the scripts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import svg  # noqa: E402
+sys.path.insert(0, os.path.dirname(HERE))
+from loadlib import charts, prom  # noqa: E402
+from loadlib.quantile import median  # noqa: E402
+from loadlib.report import table  # noqa: E402
 
 MODE_LABELS = {"read": "Reads", "write": "Writes", "mixed": "Mixed", "json": "No database"}
 TARGET_NAMES = {"native": "notesd", "node": "Node", "bun": "Bun", "deno": "Deno"}
@@ -38,18 +37,6 @@ WINDOW_SKIP_S = 20.0
 WINDOW_SKIP_SHARE = 0.2
 BUSY_WARNING_PCT = 25.0     # other processes' CPU (% of one core) above which the report warns
 WANTED = ("notes_db_pool_", "notes_eventloop_", "process_", "http_requests_in_flight", "notes_build_info")
-
-
-def load_reconcile_module():
-    path = os.path.join(os.path.dirname(HERE), "reconcile")
-    loader = importlib.machinery.SourceFileLoader("reconcile_mod", path)
-    spec = importlib.util.spec_from_loader("reconcile_mod", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
-
-rec_mod = load_reconcile_module()
 
 
 def read_json(path, default=None):
@@ -76,8 +63,8 @@ def read_scrapes(path):
         if t is not None and ok:
             plain, labelled = {}, {}
             try:
-                samples = rec_mod.parse_metrics("\n".join(lines))
-            except rec_mod.InputError:
+                samples = prom.parse_metrics("\n".join(lines))
+            except prom.InputError:
                 return
             for name, labels, value in samples:
                 if labels:
@@ -120,11 +107,6 @@ def read_proc(path):
 def mean(values):
     values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     return sum(values) / len(values) if values else None
-
-
-def median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
 
 
 def window_of(test):
@@ -444,18 +426,12 @@ def write_charts(out_dir, targets, modes, labels, medians, config):
            f"{config.get('duration_s')} s per test, {config.get('tool')}")
     rps = {t: {m: medians[t][m]["rps"] for m in modes} for t in targets}
     with open(os.path.join(out_dir, "throughput.svg"), "w") as f:
-        f.write(svg.bar_chart("Throughput per test and target", sub, groups, series, rps, "requests per second"))
+        f.write(charts.bar_chart("Throughput per test and target", sub, groups, series, rps, "requests per second"))
     p99 = {t: {m: medians[t][m]["p99_ms"] for m in modes} for t in targets}
     p95 = {t: {m: medians[t][m]["p95_ms"] for m in modes} for t in targets}
     with open(os.path.join(out_dir, "latency.svg"), "w") as f:
-        f.write(svg.bar_chart("Latency p95 and p99 per test and target", sub, groups, series, p99, "ms",
+        f.write(charts.bar_chart("Latency p95 and p99 per test and target", sub, groups, series, p99, "ms",
                               inner=p95, inner_label="p95", outer_label="p99 (value printed)"))
-
-
-def table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
 
 
 def render_report(config, targets, modes, labels, medians, tests, starts, total_requests, failed, problems):

@@ -2,18 +2,15 @@
 the same load, against the same freshly reset PostgreSQL, in rotated order.
 Started by loadtests/run.sh (see there for the options)."""
 import argparse
-import ctypes
 import datetime
 import json
 import os
-import platform
 import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
-import urllib.parse
 
 sys.dont_write_bytecode = True   # no __pycache__ next to the scripts
 
@@ -21,9 +18,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LOADTESTS = os.path.dirname(HERE)
 REPO = os.path.dirname(LOADTESTS)
 sys.path.insert(0, HERE)
+sys.path.insert(0, LOADTESTS)
 
 import analyze  # noqa: E402
-from sampler import Sampler, find_postmaster, http_get  # noqa: E402
+from loadlib import pg, procs, server  # noqa: E402
+from loadlib.netcheck import db_hosts, db_port, is_loopback_host, remote_db_hosts  # noqa: E402,F401
+from loadlib.procs import find_postmaster, loadavg, machine_info  # noqa: E402
+from loadlib.sampler import Sampler  # noqa: E402
+from loadlib.tools import wrk  # noqa: E402
 
 TARGETS = ("native", "node", "bun", "deno")
 MODES = ("read", "write", "mixed", "json")
@@ -33,8 +35,6 @@ STARTUP_PATH = "/notes?tag=js"
 STARTUP_POLL_S = 0.005
 STARTUP_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
-PEER_DIR = os.path.join(LOADTESTS, "peers", "express")
-RUNTIME_BIN = os.path.join(LOADTESTS, "peers", "runtimes", "node_modules", ".bin")
 SEED = {"rounds": 3, "modes": "read,write,mixed,json", "duration": "180s", "vus": 100, "pause": "15s",
         "warmup": "30s"}
 QUICK = {"rounds": 1, "duration": "10s", "pause": "2s", "warmup": "2s"}
@@ -121,60 +121,13 @@ def parse_args(argv):
 
 # --------------------------------------------------------------------- the database
 
-LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
-
-
-def is_loopback_host(host):
-    if host is None or host == "" or host.startswith("/"):
-        return True                                  # unix socket
-    host = host.strip("[]").lower()
-    if host in LOOPBACK_NAMES or host == "::1":
-        return True
-    return bool(re.fullmatch(r"127\.\d{1,3}\.\d{1,3}\.\d{1,3}", host))
-
-
-def db_hosts(url):
-    """Every host a libpq URI or key=value string names ([] means the default: a unix socket)."""
-    if re.match(r"^postgres(ql)?://", url):
-        u = urllib.parse.urlsplit(url)
-        netloc = u.netloc.rsplit("@", 1)[-1]
-        hosts = []
-        for part in netloc.split(","):
-            part = part.strip()
-            if part.startswith("["):
-                hosts.append(part[1:part.index("]")] if "]" in part else part)
-            else:
-                hosts.append(part.rsplit(":", 1)[0] if part.count(":") == 1 else part)
-        q = urllib.parse.parse_qs(u.query)
-        hosts += [h for v in q.get("host", []) + q.get("hostaddr", []) for h in v.split(",")]
-        return [urllib.parse.unquote(h) for h in hosts if h]
-    hosts = []
-    for m in re.finditer(r"\b(host|hostaddr)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", url):
-        hosts += m.group(2).strip("'").split(",")
-    return [h for h in hosts if h]
-
-
-def db_port(url):
-    if re.match(r"^postgres(ql)?://", url):
-        netloc = urllib.parse.urlsplit(url).netloc.rsplit("@", 1)[-1]
-        m = re.search(r":(\d+)$", netloc.split(",")[0])
-        q = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
-        if "port" in q:
-            return int(q["port"][0])
-        return int(m.group(1)) if m else 5432
-    m = re.search(r"\bport\s*=\s*'?(\d+)", url)
-    return int(m.group(1)) if m else 5432
-
-
 class Database:
     """The notes database: the private one of sql/localdb.sh (DB_URL unset), or DB_URL."""
 
     def __init__(self, allow_remote):
-        self.localdb = os.path.join(REPO, "sql", "localdb.sh")
         url = os.environ.get("DB_URL", "")
         if url:
-            hosts = db_hosts(url)
-            remote = [h for h in hosts if not is_loopback_host(h)]
+            remote = remote_db_hosts(url)
             if remote and not allow_remote:
                 raise HarnessError(f"DB_URL names {', '.join(remote)}, which is not on this machine; every run "
                                    "drops and reseeds its notes table. Pass --allow-remote-db if that is meant.")
@@ -184,80 +137,37 @@ class Database:
         else:
             self.private = True
             self.remote = False
-            res = subprocess.run([self.localdb, "start"], capture_output=True, text=True)
-            if res.returncode != 0:
-                raise HarnessError(f"sql/localdb.sh start failed:\n{res.stdout}{res.stderr}")
-            self.url = subprocess.run([self.localdb, "url"], capture_output=True, text=True,
-                                      check=True).stdout.strip()
+            try:
+                pg.localdb("start")
+                self.url = pg.localdb("url").stdout.strip()
+            except pg.DatabaseError as e:
+                raise HarnessError(str(e)) from None
         self.port = db_port(self.url)
         self.postmaster = None if self.remote else find_postmaster(self.port)
-        self.version = self._version()
-
-    def _psql(self, *args, check=True):
-        return subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", self.url, *args],
-                              capture_output=True, text=True, check=check,
-                              env={**os.environ, "PGOPTIONS": "-c client_min_messages=warning"})
-
-    def _version(self):
-        try:
-            return self._psql("-tA", "-c", "show server_version").stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
+        self.version = pg.server_version(self.url)
 
     def reset(self):
         """Drop, recreate and reseed the notes table; returns seconds taken."""
         t0 = time.monotonic()
-        if self.private:
-            res = subprocess.run([self.localdb, "reset"], capture_output=True, text=True)
-            if res.returncode != 0:
-                raise HarnessError(f"sql/localdb.sh reset failed:\n{res.stdout}{res.stderr}")
-        else:
-            sql = os.path.join(REPO, "sql")
-            try:
-                self._psql("-f", os.path.join(sql, "reset.sql"))
-            except subprocess.CalledProcessError as e:
-                raise HarnessError(f"resetting the notes table failed:\n{e.stderr}") from None
-            # statistics are a nicety: a server without pg_stat_statements is fine
-            self._psql("-f", os.path.join(sql, "pg_stat_statements.sql"), check=False)
-            self._psql("-c", "select pg_stat_statements_reset()", check=False)
+        try:
+            pg.reset(self.url, self.private)
+        except pg.DatabaseError as e:
+            raise HarnessError(str(e)) from None
         return time.monotonic() - t0
 
 
 # --------------------------------------------------------------------- targets
 
-def port_free(port):
-    import socket
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def pick_ports():
-    for port in TARGET_PORTS:
-        if port_free(port) and port_free(port + METRICS_OFFSET):
-            return port, port + METRICS_OFFSET
-    raise HarnessError("no free port pair in 18100-18199 / 19100-19199")
+    ports = server.pick_ports(TARGET_PORTS, METRICS_OFFSET)
+    if ports is None:
+        raise HarnessError("no free port pair in 18100-18199 / 19100-19199")
+    return ports
 
 
 def pinning():
     """(target cpu, tool cpu) or (None, None) when this machine has fewer than two usable CPUs."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if 0 in cpus and 1 in cpus and shutil.which("taskset"):
-        return 1, 0
-    return None, None
-
-
-def die_with_parent():
-    """In the child before exec: SIGTERM when the harness goes away, whatever the reason."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)          # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    return (1, 0) if procs.can_pin((0, 1)) else (None, None)
 
 
 class Target:
@@ -265,85 +175,36 @@ class Target:
         self.name = name
         self.notesd_bin = notesd_bin
         self.proc = None
-        self.log = None
 
     def command(self):
-        if self.name == "native":
-            return [self.notesd_bin], REPO
-        binary = os.path.join(RUNTIME_BIN, self.name)
-        if self.name == "deno":
-            return [binary, "run", "-A", "server.js"], PEER_DIR
-        return [binary, "server.js"], PEER_DIR
+        return server.target_command(self.name, self.notesd_bin)
 
     def env(self, db_url, port, metrics_port):
-        env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR") if k in os.environ}
-        env.update({"DB_URL": db_url, "PORT": str(port), "HOST": "127.0.0.1",
-                    "METRICS_PORT": str(metrics_port), "POOL_MAX": "20"})
-        if self.name == "native":
-            env.update({"SERVER_TIMING": "0", "METRICS_HOST": "127.0.0.1",
-                        "STATIC_DIR": os.path.join(LOADTESTS, "static")})
-        if self.name == "deno":
-            env["DENO_NO_UPDATE_CHECK"] = "1"
-        return env
+        base = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR") if k in os.environ}
+        return server.target_env(self.name, base, db_url, port, metrics_port, pool_max=20)
 
     def start(self, db_url, port, metrics_port, cpu, log_path):
         argv, cwd = self.command()
-        if cpu is not None:
-            argv = ["taskset", "-c", str(cpu)] + argv
-        self.log = open(log_path, "wb")
+        argv = procs.taskset(argv, cpu)
         t0 = time.monotonic()
-        # taskset execs the server, so the pid is the server's own. Its own session keeps a
-        # terminal's Ctrl-C away from it (the harness stops it); if the harness dies, the
-        # server gets SIGTERM from the kernel (PR_SET_PDEATHSIG survives exec).
-        self.proc = subprocess.Popen(argv, cwd=cwd, env=self.env(db_url, port, metrics_port),
-                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=die_with_parent)
+        # taskset execs the server, so the pid is the server's own; if the harness dies,
+        # the server gets SIGTERM from the kernel (tied)
+        self.proc = server.Spawned(argv, self.env(db_url, port, metrics_port), cwd, log_path, tied=True)
         return t0, argv, cwd
 
     def wait_first_200(self, port, t0):
         """Seconds from spawn to the first 200 of GET /notes?tag=js."""
-        while True:
-            if self.proc.poll() is not None:
-                raise HarnessError(f"{self.name} exited with {self.proc.returncode} before answering")
-            try:
-                status, _ = http_get(port, STARTUP_PATH, timeout=2.0)
-                if status == 200:
-                    return time.monotonic() - t0
-            except OSError:
-                pass
-            if time.monotonic() - t0 > STARTUP_TIMEOUT_S:
-                raise HarnessError(f"{self.name} gave no 200 on {STARTUP_PATH} within {STARTUP_TIMEOUT_S:.0f} s")
-            time.sleep(STARTUP_POLL_S)
+        try:
+            return server.wait_ready(self.proc, port, STARTUP_PATH, t0, limit_s=STARTUP_TIMEOUT_S,
+                                     poll_s=STARTUP_POLL_S, timeout_s=2.0)
+        except server.NotReady as e:
+            raise HarnessError(f"{self.name}: {e}") from None
 
     def stop(self):
         """SIGTERM, wait; SIGKILL after STOP_TIMEOUT_S. Returns (exit code, seconds, killed)."""
         if self.proc is None:
             return None, 0.0, False
-        t0 = time.monotonic()
-        killed = False
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                killed = True
-        if self.log:
-            self.log.close()
-        return self.proc.returncode, time.monotonic() - t0, killed
-
-
-def runtime_version(name):
-    """`<runtime> --version` of a peer runtime (notesd's version comes from its notes_build_info)."""
-    if name == "native":
-        return None
-    argv = [os.path.join(RUNTIME_BIN, name), "--version"]
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.splitlines()[0] if out else None
+        return self.proc.stop(STOP_TIMEOUT_S)
 
 
 def ensure_binaries(targets):
@@ -358,11 +219,10 @@ def ensure_binaries(targets):
             if res.returncode != 0 or not os.access(notesd_bin, os.X_OK):
                 raise HarnessError(f"server/build.sh failed:\n{res.stdout}{res.stderr}")
     peers = [t for t in targets if t != "native"]
-    missing = [t for t in peers if not os.access(os.path.join(RUNTIME_BIN, t), os.X_OK)]
-    if peers and (missing or not os.path.isdir(os.path.join(PEER_DIR, "node_modules", "express"))):
+    if peers and not server.peers_ready(peers):
+        missing = [t for t in peers if not server.runtime_installed(t)]
         log(f"== installing the peer and runtimes (loadtests/peers/install.sh){': missing ' + ', '.join(missing) if missing else ''}")
-        res = subprocess.run([os.path.join(LOADTESTS, "peers", "install.sh")], capture_output=True, text=True)
-        missing = [t for t in peers if not os.access(os.path.join(RUNTIME_BIN, t), os.X_OK)]
+        missing, res = server.install_peers(peers)
         if res.returncode != 0 and missing:
             raise HarnessError(f"loadtests/peers/install.sh failed:\n{res.stdout[-2000:]}{res.stderr[-2000:]}")
     return notesd_bin
@@ -373,22 +233,23 @@ def ensure_binaries(targets):
 class Tool:
     def __init__(self, choice, vus, duration_s):
         k6 = shutil.which("k6")
-        wrk = shutil.which("wrk")
         if choice == "k6" and not k6:
             raise HarnessError("--tool k6: k6 is not on PATH")
         if choice in ("auto", "k6") and k6:
             self.name, self.path = "k6", k6
-        elif wrk:
-            self.name, self.path = "wrk", wrk
+        elif wrk.available():
+            self.name, self.path = "wrk", wrk.path()
         else:
-            raise HarnessError("neither k6 nor wrk is on PATH (apt-get install -y wrk)")
+            raise HarnessError(f"neither k6 nor wrk is on PATH ({wrk.INSTALL_HINT})")
         self.vus = vus
         self.duration_s = duration_s
+        if self.name == "wrk":
+            self.version = wrk.version() or self.name
+            return
         try:
-            out = subprocess.run([self.path, "--version"] if self.name == "k6" else [self.path, "-v"],
-                                 capture_output=True, text=True, timeout=10)
+            out = subprocess.run([self.path, "--version"], capture_output=True, text=True, timeout=10)
             first = (out.stdout + out.stderr).strip().splitlines()[0]
-            self.version = re.sub(r"\s*(\[epoll\]|Copyright).*$", "", first).strip() or self.name
+            self.version = re.sub(r"\s*Copyright.*$", "", first).strip() or self.name
         except (OSError, subprocess.TimeoutExpired, IndexError):
             self.version = self.name
 
@@ -563,37 +424,6 @@ class Run:
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
 
 
-def loadavg():
-    try:
-        with open("/proc/loadavg") as f:
-            return [float(x) for x in f.read().split()[:3]]
-    except (OSError, ValueError):
-        return None
-
-
-def machine_info():
-    info = {"cores": os.cpu_count(), "kernel": platform.release(), "python": platform.python_version()}
-    try:
-        with open("/proc/cpuinfo") as f:
-            m = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M)
-            info["cpu"] = m.group(1).strip() if m else None
-    except OSError:
-        pass
-    try:
-        with open("/proc/meminfo") as f:
-            m = re.search(r"^MemTotal:\s*(\d+) kB", f.read(), re.M)
-            info["memory_mib"] = int(m.group(1)) // 1024 if m else None
-    except OSError:
-        pass
-    try:
-        with open("/etc/os-release") as f:
-            m = re.search(r'^PRETTY_NAME="?([^"\n]*)', f.read(), re.M)
-            info["os"] = m.group(1) if m else None
-    except OSError:
-        pass
-    return info
-
-
 def on_signal(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -628,7 +458,7 @@ def main(argv=None):
         "tool": tool.name, "tool_version": tool.version, "tool_cpu": cpus[1], "target_cpu": cpus[0],
         "db": {"private": db.private, "host": ", ".join(db_hosts(db.url)) or "unix socket", "port": db.port,
                "version": db.version, "postmaster_pid": db.postmaster},
-        "versions": {t: runtime_version(t) for t in a.targets},
+        "versions": {t: server.runtime_version(t) for t in a.targets},
         "machine": machine_info(),
     }
     with open(os.path.join(a.out, "run.json"), "w") as f:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tests of the analysis (analyze.py, svg.py) on a synthetic results directory
+"""Tests of the analysis (analyze.py, loadlib/charts.py) on a synthetic results directory
 with known figures, and of run.py's option and database-URL handling.
 
     /usr/bin/python3 loadtests/harness/test_analyze.py
@@ -20,10 +20,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "fixtures")
 RECONCILE = os.path.join(os.path.dirname(HERE), "reconcile")
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
 
 import analyze  # noqa: E402
 import run  # noqa: E402
-import svg  # noqa: E402
+from loadlib import charts  # noqa: E402
 
 T0 = 1_800_000_000.0
 MIB = 1024 * 1024
@@ -223,7 +224,7 @@ class Analysis(unittest.TestCase):
 
 class Charts(unittest.TestCase):
     def test_well_formed_with_missing_values_and_escaping(self):
-        text = svg.bar_chart("A <title> & more", "sub", [("read", "Reads")], [("native", "notesd"), ("x", "X & Y")],
+        text = charts.bar_chart("A <title> & more", "sub", [("read", "Reads")], [("native", "notesd"), ("x", "X & Y")],
                              {"native": {"read": 1234.5}, "x": {"read": None}}, "req/s",
                              inner={"native": {"read": 1000.0}, "x": {}}, inner_label="p95", outer_label="p99")
         doc = xml.dom.minidom.parseString(text)
@@ -232,10 +233,10 @@ class Charts(unittest.TestCase):
         self.assertIn("n/a", text)
 
     def test_ticks(self):
-        self.assertEqual(svg.nice_ticks(9500), [0, 2000, 4000, 6000, 8000, 10000])
-        self.assertEqual(svg.nice_ticks(0), [0, 1])
-        self.assertEqual(svg.tick_label(12500), "12.5k")
-        self.assertEqual(svg.short(55000), "55k")
+        self.assertEqual(charts.nice_ticks(9500), [0, 2000, 4000, 6000, 8000, 10000])
+        self.assertEqual(charts.nice_ticks(0), [0, 1])
+        self.assertEqual(charts.tick_label(12500), "12.5k")
+        self.assertEqual(charts.short(55000), "55k")
 
 
 class Options(unittest.TestCase):

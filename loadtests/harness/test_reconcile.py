@@ -284,6 +284,16 @@ class K6(unittest.TestCase):
         out = self.check_exact("k6-handlesummary.json")
         self.assertIn("GET /notes/:id not 200", out)
 
+    def test_mode_comes_from_the_notesd_test_tags(self):
+        # handleSummary copies the script's options.tags under "notesd_test"; k6's
+        # own summary data has no options.tags, and --summary-export has neither
+        self.assertEqual(rc.load_k6(fx("k6-handlesummary.json")).mode, "read")
+        self.assertIsNone(rc.load_k6(fx("k6-summary-export.json")).mode)
+        code, out, _, data = run("--tool", "k6", "--summary", fx("k6-handlesummary.json"),
+                                 "--before", fx("small-before.prom"), "--after", fx("small-after.prom"))
+        self.assertIn("reconcile: k6, mode read:", out)
+        self.assertEqual(data["mode"], "read")
+
     def test_summary_export_file(self):
         self.check_exact("k6-summary-export.json")
 

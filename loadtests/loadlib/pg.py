@@ -1,0 +1,80 @@
+"""PostgreSQL for load tests: the private cluster of sql/localdb.sh (start, its URL
+and data directory, reseed, stop) and psql one-liners against any URL.
+
+Owns talking to the scripts and psql; which database a command may touch
+(loopback only, unless told) is netcheck.py's, and the cluster's processes
+(CPU, pinning) are procs.py's.
+"""
+import os
+import re
+import subprocess
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LOCALDB = os.path.join(REPO, "sql", "localdb.sh")
+SQL_DIR = os.path.join(REPO, "sql")
+
+
+class DatabaseError(RuntimeError):
+    """A localdb.sh or psql step failed; the message carries its output."""
+
+
+def localdb(verb, check=True):
+    """Runs `sql/localdb.sh VERB` (start, status, url, reset, stop); returns its
+    CompletedProcess. check: a non-zero exit raises DatabaseError with the output."""
+    res = subprocess.run([LOCALDB, verb], capture_output=True, text=True)
+    if check and res.returncode != 0:
+        raise DatabaseError(f"sql/localdb.sh {verb} failed:\n{res.stdout}{res.stderr}")
+    return res
+
+
+def localdb_running():
+    return localdb("status", check=False).returncode == 0
+
+
+def localdb_status():
+    """(url, data directory) of the running private cluster; DatabaseError when it is not running."""
+    res = localdb("status", check=False)
+    m = re.search(r"running at (\S+) \(data: (.*)\)", res.stdout + res.stderr)
+    if res.returncode != 0 or not m:
+        raise DatabaseError(f"cannot read sql/localdb.sh status: {(res.stdout + res.stderr).strip()}")
+    return m.group(1), m.group(2)
+
+
+def psql(url, *args, check=True):
+    """psql -X -q -v ON_ERROR_STOP=1 -d URL ARGS, warnings off; CalledProcessError when check fails."""
+    return subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, *args],
+                          capture_output=True, text=True, check=check,
+                          env={**os.environ, "PGOPTIONS": "-c client_min_messages=warning"})
+
+
+def server_version(url):
+    """`show server_version` of the database at URL, or None when it cannot be asked."""
+    try:
+        return psql(url, "-tA", "-c", "show server_version").stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def reset(url, private):
+    """Drops, recreates and reseeds the notes table: through localdb.sh for the private
+    cluster, else with sql/reset.sql (and pg_stat_statements enabled and reset, when the
+    server allows it)."""
+    if private:
+        localdb("reset")
+        return
+    try:
+        psql(url, "-f", os.path.join(SQL_DIR, "reset.sql"))
+    except subprocess.CalledProcessError as e:
+        raise DatabaseError(f"resetting the notes table failed:\n{e.stderr}") from None
+    # statistics are a nicety: a server without pg_stat_statements is fine
+    psql(url, "-f", os.path.join(SQL_DIR, "pg_stat_statements.sql"), check=False)
+    psql(url, "-c", "select pg_stat_statements_reset()", check=False)
+
+
+def postmaster_pid(datadir):
+    """The postmaster's pid from its postmaster.pid, or None."""
+    try:
+        with open(os.path.join(datadir, "postmaster.pid")) as f:
+            return int(f.readline())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,260 @@
+"""A server under test: free ports, spawning it (pinned, logged, tied to our life),
+waiting until it answers by polling, stopping it by its pid, and the one-request
+HTTP probe all of that uses. notesd, h2o and the Express peer are started the
+same way; what differs (argv, environment) stays with the command that runs them.
+"""
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+
+class NotReady(RuntimeError):
+    """The server exited or did not answer in time; the message says which."""
+
+
+# --------------------------------------------------------------------- ports
+
+def port_free(port, host="127.0.0.1"):
+    """True when nothing listens on host:port (checked by binding it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_ports(ports, offset):
+    """The first port of `ports` that is free together with port + offset; None if none is."""
+    for port in ports:
+        if port_free(port) and port_free(port + offset):
+            return port, port + offset
+    return None
+
+
+# --------------------------------------------------------------------- HTTP probe
+
+def http_get(port, path, timeout=2.0, method="GET", body=None, headers=None, host="127.0.0.1"):
+    """One HTTP/1.1 request on a fresh connection: (status, {lower-case header: value}, body).
+    Raises OSError when nothing listens or the connection fails."""
+    head = [f"{method} {path} HTTP/1.1", f"Host: {host}", "Connection: close"]
+    for k, v in (headers or {}).items():
+        head.append(f"{k}: {v}")
+    if body is not None:
+        head.append(f"Content-Length: {len(body)}")
+    data = ("\r\n".join(head) + "\r\n\r\n").encode() + (body or b"")
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(data)
+        chunks = []
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            chunks.append(c)
+    raw = b"".join(chunks)
+    header_end = raw.find(b"\r\n\r\n")
+    if header_end < 0:
+        raise OSError("incomplete response")
+    lines = raw[:header_end].decode("latin-1").split("\r\n")
+    try:
+        status = int(lines[0].split()[1])
+    except (IndexError, ValueError):
+        raise OSError(f"not an HTTP status line: {lines[0][:80]!r}") from None
+    hdrs = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    payload = raw[header_end + 4:]
+    if "content-length" in hdrs:
+        payload = payload[:int(hdrs["content-length"])]
+    return status, hdrs, payload
+
+
+# --------------------------------------------------------------------- spawning and stopping
+
+def _die_with_parent():
+    """In the child before exec: SIGTERM when we go away, whatever the reason
+    (PR_SET_PDEATHSIG survives exec)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)          # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class Spawned:
+    """A server process with its output in `log_path` and stdin from /dev/null, in its
+    own session (a terminal's Ctrl-C goes to us, and we stop it).
+
+    cpus: pin it as `taskset -c` would, by spawning with that CPU mask (or prefix argv
+    with procs.taskset() instead, which shows in the recorded command line).
+    tied: the kernel sends it SIGTERM when we die; this needs fork + exec. Without it
+    the process is started with posix_spawn (vfork), well under a millisecond where
+    fork + exec from Python costs several, which matters for startup times measured
+    from the spawn."""
+
+    def __init__(self, argv, env, cwd, log_path, cpus=None, tied=False):
+        exe = argv[0] if "/" in argv[0] else shutil.which(argv[0])
+        if exe is None:
+            raise OSError(f"{argv[0]}: not found")
+        self.argv = list(argv)
+        self.returncode = None
+        self.started = time.monotonic()
+        out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            if tied:
+                def child():
+                    _die_with_parent()
+                    if cpus is not None:
+                        os.sched_setaffinity(0, cpus)
+                self._popen = subprocess.Popen(self.argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                               stdout=out, stderr=subprocess.STDOUT,
+                                               start_new_session=True, preexec_fn=child)
+                self.pid = self._popen.pid
+            else:
+                self._popen = None
+                null = os.open(os.devnull, os.O_RDONLY)
+                actions = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, out, 1),
+                           (os.POSIX_SPAWN_DUP2, out, 2)]
+                here, mine = os.getcwd(), os.sched_getaffinity(0)
+                try:
+                    # the child inherits the working directory and the CPU mask
+                    os.chdir(cwd)
+                    if cpus is not None:
+                        os.sched_setaffinity(0, cpus)
+                    self.pid = os.posix_spawn(exe, self.argv, env, file_actions=actions, setsid=True)
+                finally:
+                    os.sched_setaffinity(0, mine)
+                    os.chdir(here)
+                    os.close(null)
+        finally:
+            os.close(out)
+
+    def poll(self):
+        """The exit code once it has exited (it is reaped then), else None."""
+        if self.returncode is None:
+            if self._popen is not None:
+                self.returncode = self._popen.poll()
+            else:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid == self.pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout):
+        """True when the process ended within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def stop(self, grace_s=10.0):
+        """SIGTERM, then SIGKILL after `grace_s`; reaps it. Returns (exit code, seconds, killed)."""
+        t0 = time.monotonic()
+        killed = False
+        if self.poll() is None:
+            stop_pid(self.pid, signal.SIGTERM)
+            if not self.wait(grace_s):
+                stop_pid(self.pid, signal.SIGKILL)
+                self.wait(5.0)
+                killed = True
+        return self.returncode, time.monotonic() - t0, killed
+
+
+def stop_pid(pid, sig=signal.SIGTERM):
+    """Sends `sig` to one process by its pid; a process already gone is not an error."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def wait_ready(proc, port, path, t0, limit_s=30.0, poll_s=0.001, timeout_s=1.0):
+    """Polls GET path every `poll_s` from t0 (taken right before the spawn) until it
+    answers 200; returns seconds since t0. Raises NotReady when the process exits or
+    `limit_s` passes first."""
+    while True:
+        if proc.poll() is not None:
+            raise NotReady(f"exited with status {proc.returncode} before answering")
+        try:
+            status, _, _ = http_get(port, path, timeout=timeout_s)
+            if status == 200:
+                return time.monotonic() - t0
+        except OSError:
+            pass
+        if time.monotonic() - t0 > limit_s:
+            raise NotReady(f"no 200 from {path} within {limit_s:.0f} s")
+        time.sleep(poll_s)
+
+
+# --------------------------------------------------------------------- what runs: notesd and the peer
+
+LOADTESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(LOADTESTS)
+PEER_DIR = os.path.join(LOADTESTS, "peers", "express")
+RUNTIME_BIN = os.path.join(LOADTESTS, "peers", "runtimes", "node_modules", ".bin")
+STATIC_DIR = os.path.join(LOADTESTS, "static")
+PEERS = ("node", "bun", "deno")
+
+
+def target_command(runtime, notesd_bin):
+    """(argv, cwd) of a target: notesd ("native") from the repository's top, or the
+    Express peer on a pinned runtime from loadtests/peers/express."""
+    if runtime not in PEERS:
+        return [notesd_bin], REPO
+    binary = os.path.join(RUNTIME_BIN, runtime)
+    if runtime == "deno":
+        return [binary, "run", "-A", "server.js"], PEER_DIR
+    return [binary, "server.js"], PEER_DIR
+
+
+def target_env(runtime, base, db_url, port, metrics_port, pool_max=20):
+    """The environment of a target: `base` plus the settings every command gives it. Both
+    listen on 127.0.0.1 only and serve loadtests/static (the peer's ./static is a link to
+    it); notesd runs without Server-Timing (the reference's headers)."""
+    env = dict(base)
+    env.update({"DB_URL": db_url, "HOST": "127.0.0.1", "PORT": str(port), "METRICS_PORT": str(metrics_port),
+                "POOL_MAX": str(pool_max), "STATIC_DIR": STATIC_DIR})
+    if runtime in PEERS:
+        env["PATH"] = RUNTIME_BIN + os.pathsep + env.get("PATH", "")
+        if runtime == "deno":
+            env["DENO_NO_UPDATE_CHECK"] = "1"
+    else:
+        env.update({"SERVER_TIMING": "0", "METRICS_HOST": "127.0.0.1"})
+    return env
+
+
+def runtime_installed(runtime):
+    return os.access(os.path.join(RUNTIME_BIN, runtime), os.X_OK)
+
+
+def peers_ready(runtimes):
+    """True when every runtime named and the peer's node_modules are installed."""
+    return (all(runtime_installed(r) for r in runtimes)
+            and os.path.isdir(os.path.join(PEER_DIR, "node_modules", "express")))
+
+
+def install_peers(runtimes, capture=True):
+    """Runs loadtests/peers/install.sh (npm ci of the peer and the pinned runtimes).
+    Returns (runtimes still missing, its CompletedProcess)."""
+    res = subprocess.run([os.path.join(LOADTESTS, "peers", "install.sh")], capture_output=capture, text=True)
+    return [r for r in runtimes if not runtime_installed(r)], res
+
+
+def runtime_version(runtime):
+    """`<runtime> --version`'s first line for a peer runtime, else None."""
+    if runtime not in PEERS:
+        return None
+    try:
+        out = subprocess.run([os.path.join(RUNTIME_BIN, runtime), "--version"], capture_output=True, text=True,
+                             timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.splitlines()[0] if out else None

@@ -1,0 +1,1 @@
+"""Unit tests of loadlib: /usr/bin/python3 loadtests/loadlib/tests/test_<part>.py"""

@@ -207,10 +207,9 @@ static void pool_configure_opens_no_connection(void)
     CHECK(pool_is_empty(&pool));
     CHECK(!pool_has_live_connection(&pool));
     CHECK_INT_EQ(pool.max, 20);
-    /* With --prepared, each new connection prepares the statements, after the deadline. */
+    /* With --prepared, each new connection prepares the statements. */
     CHECK(pool.setup_sql != NULL &&
-          strstr(pool.setup_sql, "set statement_timeout = 30000;") == pool.setup_sql);
-    CHECK(pool.setup_sql != NULL && strstr(pool.setup_sql, "prepare test_one as select $1::int;"));
+          strstr(pool.setup_sql, "prepare test_one as select $1::int;") == pool.setup_sql);
     CHECK(pool.setup_sql != NULL && strstr(pool.setup_sql, "prepare test_two as select 2;"));
     pool_finish(&pool, loop);
 }
@@ -241,7 +240,6 @@ static void refused_connect_fails_every_admitted_query_once(void)
     CHECK_INT_EQ(pool.stats.connection_errors, 3);
     CHECK_INT_EQ(pool.stats.connects, 0);
     CHECK_INT_EQ(pool.stats.rejected, 0);
-    CHECK_INT_EQ(pool.last_connect_ok, 0);
     CHECK(!pool_has_live_connection(&pool));
 
     /* The retry timer armed on the way fires into an empty queue: no second callback. */
@@ -291,8 +289,8 @@ static void refused_connect_makes_the_next_query_fail_fast(void)
     pool_finish(&pool, loop);
 }
 
-/* Connections failing together double the back-off once each, up to a second. */
-static void backoff_doubles_up_to_one_second(void)
+/* Connections failing together are one round: they double the back-off once. */
+static void concurrent_failures_double_the_backoff_once(void)
 {
     h2o_loop_t *loop = loop_create();
     pool_t pool;
@@ -300,6 +298,7 @@ static void backoff_doubles_up_to_one_second(void)
 
     reset_config();
     CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    uint64_t before = metrics_now_ns();
     for (int i = 0; i < 6; i++) {
         query_init(&t[i], 0);
         CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
@@ -307,9 +306,37 @@ static void backoff_doubles_up_to_one_second(void)
     CHECK_LISTS(&pool, 6, 0, 0, 6);
     CHECK(wait_for_callbacks(loop, 6));
     CHECK_INT_EQ(pool.stats.connection_errors, 6);
-    CHECK_INT_EQ(pool.backoff_ms, 1000); /* 50 * 2^6 = 3200, capped */
+    CHECK_INT_EQ(pool.backoff_ms, 100); /* 50 once doubled, not 50 * 2^6 */
+    /* The fast-fail window is the first back-off, 50 ms, not a longer one. */
+    CHECK(pool.down_until_ns > before && pool.down_until_ns <= metrics_now_ns() + 50000000);
     for (int i = 0; i < 6; i++)
         CHECK_INT_EQ(t[i].calls, 1);
+    pool_finish(&pool, loop);
+}
+
+/* Each later round doubles it again, up to a second. */
+static void backoff_doubles_per_round_up_to_one_second(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    test_query_t t[2];
+    uint64_t expect = 50;
+
+    reset_config();
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    for (int round = 0; round < 7; round++) {
+        CHECK(run_until(loop, fast_fail_over, &pool));
+        callbacks = 0;
+        for (int i = 0; i < 2; i++) {
+            query_init(&t[i], 0);
+            CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
+        }
+        CHECK(wait_for_callbacks(loop, 2));
+        expect = expect * 2 > 1000 ? 1000 : expect * 2;
+        CHECK_INT_EQ(pool.backoff_ms, expect);
+    }
+    CHECK_INT_EQ(pool.backoff_ms, 1000); /* 50 * 2^7 = 6400, capped */
+    CHECK_INT_EQ(pool.stats.connection_errors, 14);
     pool_finish(&pool, loop);
 }
 
@@ -505,6 +532,31 @@ static void shutdown_lets_waiting_queries_finish(void)
     pool_finish(&pool, loop);
 }
 
+/* Draining: a new query is answered POOL_ERR_SHUTDOWN before pool_query returns,
+ * counted as rejected, and opens no connection. */
+static void shutdown_refuses_new_queries_at_once(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    test_query_t t;
+
+    reset_config();
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    pool_shutdown(&pool);
+    query_init(&t, 0);
+    CHECK_INT_EQ(pool_query(&pool, &t.q), POOL_ADMITTED);
+    CHECK_INT_EQ(t.calls, 1);
+    CHECK_INT_EQ(t.err, POOL_ERR_SHUTDOWN);
+    CHECK_INT_EQ(t.had_result, 0);
+    CHECK_LISTS(&pool, 0, 0, 0, 0);
+    CHECK_INT_EQ(pool.stats.rejected, 1);
+    CHECK(pool_is_empty(&pool));
+    h2o_evloop_run(loop, 10);
+    CHECK_INT_EQ(pool.stats.connection_errors, 0);
+    CHECK_INT_EQ(callbacks, 1);
+    pool_finish(&pool, loop);
+}
+
 /* A connection that nobody waits for any more still ends once the pool shuts down. */
 static void shutdown_empties_the_pool_within_the_connect_timeout(void)
 {
@@ -553,7 +605,9 @@ int main(void)
     CHECK_RUN(pool_configure_opens_no_connection);
     CHECK_RUN(refused_connect_fails_every_admitted_query_once);
     CHECK_RUN(refused_connect_makes_the_next_query_fail_fast);
-    CHECK_RUN(backoff_doubles_up_to_one_second);
+    CHECK_RUN(concurrent_failures_double_the_backoff_once);
+    CHECK_RUN(shutdown_refuses_new_queries_at_once);
+    CHECK_RUN(backoff_doubles_per_round_up_to_one_second);
     CHECK_RUN(queue_full_refuses_the_next_query_without_callback);
     CHECK_RUN(cancelled_waiting_query_gets_no_callback);
     CHECK_RUN(silent_database_times_out_waiting_queries);

@@ -222,11 +222,17 @@ static int is_fatal(const PGresult *res)
 static void read_results(pgconn_t *conn)
 {
     if (!PQconsumeInput(conn->pg)) {
+        /* PQconsumeInput only reads; parsing what did arrive (PQisBusy does)
+         * hands the server's last words, such as the FATAL notice of an
+         * administrator's terminate, to on_notice before we report. */
+        PQisBusy(conn->pg);
         fail_with_libpq_error(conn);
         return;
     }
     if (conn->state == PGCONN_READY) {
-        /* Nothing in flight: a notice, or the server going away. */
+        /* Nothing in flight: a notice (parsed now, by PQisBusy), or the
+         * server going away. */
+        PQisBusy(conn->pg);
         if (PQstatus(conn->pg) == CONNECTION_BAD)
             fail_with_libpq_error(conn);
         return;

@@ -36,14 +36,13 @@ struct pgconn {
     enum pgconn_state state;
     PGconn *pg;
     h2o_loop_t *loop;
-    h2o_socket_t *sock; /* watches `sock_fd`, a dup of libpq's socket */
+    h2o_socket_t *sock; /* watches a dup of libpq's socket */
     int pg_fd;          /* libpq's descriptor that `sock` mirrors */
     ino_t pg_ino;       /* ...and its inode, since the number alone can repeat */
     PGresult *first;    /* first result of the command in flight */
     const char *setup_sql;
     const pgconn_callbacks_t *cb;
     void *data;
-    h2o_timeout_t *defer_timeout;
     h2o_timeout_entry_t defer; /* reports a failure found while starting */
     char fatal[160];           /* primary text of the last FATAL/PANIC notice, or "" */
     char why[512];             /* the last failure, on one line */
@@ -337,7 +336,6 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
     conn->setup_sql = setup_sql;
     conn->cb = cb;
     conn->data = data;
-    conn->defer_timeout = defer;
     conn->defer.cb = on_deferred_failure;
 
     conn->pg = PQconnectStartParams(keywords, values, 1);

@@ -492,7 +492,8 @@ static int resolve_hosts(pool_t *pool, const PQconninfoOption *opts, char *err, 
  * - IntervalStyle postgres and extra_float_digits 1 (shortest exact output):
  *   the server defaults, fixed here so that no future interval or float column
  *   is read in a format a database was set to.
- * - statement_timeout: the server's own deadline, QUERY_TIMEOUT_MS.
+ * - statement_timeout: the server's own deadline, QUERY_TIMEOUT_MS; with 0
+ *   none is sent and the database's or the URL's applies.
  * client_encoding is a libpq keyword of its own (set after the URL, so UTF-8
  * wins too): a startup parameter overrides an `options` switch. */
 static void build_options(pool_t *pool, const PQconninfoOption *opts)
@@ -677,7 +678,7 @@ int pool_is_empty(pool_t *pool)
 
 void pool_dispose(pool_t *pool)
 {
-    assert(pool_is_empty(pool) && pool->waiting.len == 0);
+    assert(pool_is_empty(pool));
     h2o_timeout_unlink(&pool->retry_entry);
     h2o_timeout_dispose(pool->loop, &pool->idle_timeout);
     h2o_timeout_dispose(pool->loop, &pool->acquire_timeout);

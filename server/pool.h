@@ -50,7 +50,7 @@ typedef struct pool_query pool_query_t;
 typedef void (*pool_query_cb)(pool_query_t *q, PGresult *res, enum pool_error err);
 
 enum pool_query_state {
-    POOL_QUERY_NEW,
+    POOL_QUERY_NEW,     /* the caller's zeroed memory, before pool_query */
     POOL_QUERY_WAITING, /* on pool->waiting */
     POOL_QUERY_RUNNING, /* sent on conn */
     POOL_QUERY_DONE,    /* callback called, or cancelled */

@@ -23,6 +23,9 @@ from test_metrics import parse, value
 NOTE = {"title": "café ☕ \"quoted\"", "body": "line\nbreak ü", "tag": "perf"}
 
 
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (error|warn |info |debug) ")
+
+
 def figure(text):
     print(f"  figure: {text}", flush=True)
 
@@ -213,8 +216,7 @@ class ServerMessagesTest(unittest.TestCase):
             admin.close()
         self.assertEqual(code, 0, server.output)
         lines = server.output.splitlines()
-        stamp = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (error|warn |info |debug) ")
-        self.assertEqual([l for l in lines if not stamp.match(l)], [],
+        self.assertEqual([l for l in lines if not LOG_LINE.match(l)], [],
                          "every line of output is a log line")
         notices = [l for l in lines if re.search(r"pg#1 server DEBUG: ", l)]
         figure(f"{len(notices)} notice line(s), e.g. {notices[:1]}")
@@ -224,6 +226,41 @@ class ServerMessagesTest(unittest.TestCase):
         self.assertEqual(len(discarded), 1)
         self.assertIn("pg#1", discarded[0])
         self.assertIn("terminating connection due to administrator command", discarded[0])
+
+
+    def test_a_busy_session_terminated_is_503_and_one_log_line(self):
+        url = create_database("poollive_terminate")
+        admin = db_connect("poollive_terminate")
+        server = Notesd(url, env={"POOL_MAX": "1"})
+        try:
+            locker = lock_row("poollive_terminate", 71)
+            out = []
+            t = threading.Thread(target=lambda: out.append(request(
+                server.port, "PUT", "/notes/71", body=NOTE)))
+            t.start()
+            pid = poll(lambda: waiting_on_lock(admin, "poollive_terminate"), what="the blocked PUT")[0]
+            with admin.cursor() as cur:
+                cur.execute("select pg_terminate_backend(%s)", (pid,))
+            t.join(30)
+            locker.rollback()
+            locker.close()
+            status, headers, body = out[0]
+            figure(f"pg_terminate_backend on a busy session: {status} {body!r}")
+            self.assertEqual(status, 503, body)
+            self.assertEqual(headers.get("retry-after"), "1")
+            self.assertEqual(request(server.port, "GET", "/notes/71")[0], 200)
+        finally:
+            code = server.stop()
+            admin.close()
+        self.assertEqual(code, 0, server.output)
+        lines = server.output.splitlines()
+        self.assertEqual([l for l in lines if not LOG_LINE.match(l)], [],
+                         "every line of output is a log line")
+        discarded = [l for l in lines if "discarded:" in l]
+        figure(f"discard line: {discarded}")
+        self.assertEqual(len(discarded), 1)
+        self.assertIn("pg#1 busy: discarded: FATAL: terminating connection due to administrator "
+                      "command", discarded[0])
 
 
 class PoolBehaviourTest(unittest.TestCase):

@@ -443,24 +443,24 @@ static int resolve_hosts(pool_t *pool, const PQconninfoOption *opts, char *err, 
     if (hosts == NULL || conninfo_value(opts, "hostaddr") != NULL)
         return 0;
 
-    size_t cap = 1, named = 0;
+    size_t cap = 1, named = 0, entries = 0;
     for (const char *h = hosts; h != NULL; h = strchr(h, ','), h = h != NULL ? h + 1 : NULL)
         cap += INET6_ADDRSTRLEN + 1;
     char *list = calloc(1, cap), *p = list;
     if (list == NULL)
         abort();
-    for (const char *h = hosts;;) {
-        const char *end = strchr(h, ',');
+    for (const char *h = hosts, *end;; h = end + 1) {
+        end = strchr(h, ',');
         size_t len = end != NULL ? (size_t)(end - h) : strlen(h);
         char name[256];
         if (len >= sizeof(name)) {
-            snprintf(err, errlen, "database host name is too long: '%.*s…'", 40, h);
+            snprintf(err, errlen, "database host name is too long: '%.*s...'", 40, h);
             free(list);
             return -1;
         }
         memcpy(name, h, len);
         name[len] = '\0';
-        if (p != list)
+        if (entries++ > 0)
             *p++ = ',';
         /* A Unix-socket directory needs no lookup; an empty entry means "use host". */
         if (len > 0 && name[0] != '/' && name[0] != '@') {
@@ -473,7 +473,6 @@ static int resolve_hosts(pool_t *pool, const PQconninfoOption *opts, char *err, 
         }
         if (end == NULL)
             break;
-        h = end + 1;
     }
     if (named == 0) {
         free(list); /* sockets only: libpq does no lookup */

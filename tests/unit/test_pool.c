@@ -214,6 +214,85 @@ static void pool_configure_opens_no_connection(void)
     pool_finish(&pool, loop);
 }
 
+/* The value libpq gets for `keyword`, and whether it comes after dbname (and so wins over the URL).
+ */
+static const char *param(pool_t *pool, const char *keyword, int *after_url)
+{
+    int seen_url = 0;
+    for (size_t i = 0; pool->keywords[i] != NULL; i++) {
+        if (strcmp(pool->keywords[i], "dbname") == 0)
+            seen_url = 1;
+        if (strcmp(pool->keywords[i], keyword) == 0) {
+            if (after_url != NULL)
+                *after_url = seen_url;
+            return pool->values[i];
+        }
+    }
+    return NULL;
+}
+
+/* DateStyle and friends go in libpq's options, after the URL's own options. */
+static void connection_parameters_carry_the_session_settings(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    int after_url = 0;
+
+    reset_config();
+    CHECK_INT_EQ(
+        pool_open(&pool, loop, "postgresql://nobody@127.0.0.1:1/none?options=-c%20search_path%3Dx"),
+        0);
+    CHECK_STR_EQ(param(&pool, "options", &after_url),
+                 "-c search_path=x -c DateStyle=ISO -c IntervalStyle=postgres "
+                 "-c extra_float_digits=1 -c statement_timeout=30000");
+    CHECK(after_url);
+    CHECK_STR_EQ(param(&pool, "client_encoding", &after_url), "UTF8");
+    CHECK(after_url);
+    CHECK_STR_EQ(param(&pool, "sslmode", &after_url), "disable");
+    CHECK(!after_url);             /* the URL may ask for TLS */
+    CHECK(pool.setup_sql == NULL); /* no set-up round trip without --prepared */
+    pool_finish(&pool, loop);
+
+    /* PGOPTIONS would be hidden by the options keyword: it is merged instead. */
+    loop = loop_create();
+    reset_config();
+    config.query_timeout_ms = 0;
+    setenv("PGOPTIONS", "-c work_mem=8MB", 1);
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    unsetenv("PGOPTIONS");
+    CHECK_STR_EQ(param(&pool, "options", NULL),
+                 "-c work_mem=8MB -c DateStyle=ISO -c IntervalStyle=postgres "
+                 "-c extra_float_digits=1");
+    pool_finish(&pool, loop);
+}
+
+/* Every host of a list gets a numeric address, so libpq never looks a name up. */
+static void every_host_of_a_list_is_resolved(void)
+{
+    static const struct {
+        const char *url, *hostaddr;
+    } cases[] = {
+        {"postgresql://nobody@localhost:1,127.0.0.1:2/none", "127.0.0.1,127.0.0.1"},
+        {"host=localhost,127.0.0.1 port=1,2 dbname=none", "127.0.0.1,127.0.0.1"},
+        {"host=/tmp,localhost port=1,2 dbname=none", ",127.0.0.1"},
+        {"host=/tmp dbname=none", NULL},                         /* sockets only */
+        {"host=localhost hostaddr=127.0.0.2 dbname=none", NULL}, /* the URL's own */
+        {"dbname=none", NULL},                                   /* libpq's default socket */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        h2o_loop_t *loop = loop_create();
+        pool_t pool;
+        reset_config();
+        CHECK_INT_EQ(pool_open(&pool, loop, cases[i].url), 0);
+        const char *got = param(&pool, "hostaddr", NULL);
+        if (cases[i].hostaddr == NULL)
+            CHECK(got == NULL);
+        else
+            CHECK(got != NULL && strcmp(got, cases[i].hostaddr) == 0);
+        pool_finish(&pool, loop);
+    }
+}
+
 static void refused_connect_fails_every_admitted_query_once(void)
 {
     h2o_loop_t *loop = loop_create();
@@ -587,11 +666,12 @@ static void shutdown_empties_the_pool_within_the_connect_timeout(void)
 /* Settings come from the environment too; the tests must not depend on the caller's. */
 static void unset_environment(void)
 {
-    char names[] = "CLIENT_TIMEOUT_MS DB_URL HOST LAG_INTERVAL_MS LOG_LEVEL MAX_BODY_BYTES "
-                   "METRICS_HOST METRICS_PORT PGCONNECT_TIMEOUT PGHOST PGHOSTADDR PGPORT PGSERVICE "
-                   "PGSSLMODE POOL_ACQUIRE_TIMEOUT_MS POOL_CONNECT_TIMEOUT_MS POOL_IDLE_TIMEOUT_MS "
-                   "POOL_MAX POOL_QUEUE_MAX PORT PREPARED PRIMES_MAX QUERY_TIMEOUT_MS "
-                   "SERVER_TIMING SHUTDOWN_TIMEOUT_MS STATIC_DIR";
+    char names[] =
+        "CLIENT_TIMEOUT_MS DB_URL HOST LAG_INTERVAL_MS LOG_LEVEL MAX_BODY_BYTES "
+        "METRICS_HOST METRICS_PORT PGCONNECT_TIMEOUT PGHOST PGHOSTADDR PGOPTIONS PGPORT PGSERVICE "
+        "PGSSLMODE POOL_ACQUIRE_TIMEOUT_MS POOL_CONNECT_TIMEOUT_MS POOL_IDLE_TIMEOUT_MS "
+        "POOL_MAX POOL_QUEUE_MAX PORT PREPARED PRIMES_MAX QUERY_TIMEOUT_MS "
+        "SERVER_TIMING SHUTDOWN_TIMEOUT_MS STATIC_DIR";
     char *save = NULL;
     for (char *name = strtok_r(names, " ", &save); name != NULL; name = strtok_r(NULL, " ", &save))
         unsetenv(name);
@@ -603,6 +683,8 @@ int main(void)
 
     CHECK_RUN(pool_configure_refuses_a_malformed_url);
     CHECK_RUN(pool_configure_opens_no_connection);
+    CHECK_RUN(connection_parameters_carry_the_session_settings);
+    CHECK_RUN(every_host_of_a_list_is_resolved);
     CHECK_RUN(refused_connect_fails_every_admitted_query_once);
     CHECK_RUN(refused_connect_makes_the_next_query_fail_fast);
     CHECK_RUN(concurrent_failures_double_the_backoff_once);

@@ -15,9 +15,8 @@ import threading
 import time
 import unittest
 
-from notes_testlib import (SANITIZED, Notesd, create_database, db_connect, expected_list,
-                           expected_note, free_port, js_json, main, note_obj, poll, request,
-                           ROW_SQL)
+from notes_testlib import (Notesd, create_database, db_connect, expected_list, expected_note,
+                           free_port, main, poll, request)
 from test_metrics import parse, value
 
 NOTE = {"title": "café ☕ \"quoted\"", "body": "line\nbreak ü", "tag": "perf"}
@@ -50,12 +49,6 @@ def waiting_on_lock(db, dbname):
     return [pid for pid, (_, wait, _) in notesd_backends(db, dbname).items() if wait == "Lock"]
 
 
-def row_json(db, note_id):
-    with db.cursor() as cur:
-        cur.execute(ROW_SQL + " where id = %s", (note_id,))
-        return js_json(note_obj(cur.fetchone()))
-
-
 class SessionSettingsTest(unittest.TestCase):
     """A database whose defaults are hostile to the parsing gives the bytes a
     normal one gives: the settings travel in the startup packet."""
@@ -78,17 +71,16 @@ class SessionSettingsTest(unittest.TestCase):
         server = Notesd(url + "?options=-c%20search_path%3Dpublic",
                         env={"QUERY_TIMEOUT_MS": "30000"})
         try:
-            for prepared in (False,):
-                status, headers, body = request(server.port, "GET", "/notes/42")
-                self.assertEqual((status, body), (200, expected_note(admin, 42)))
-                status, _, body = request(server.port, "GET", "/notes?tag=deno")
-                self.assertEqual((status, body), (200, expected_list(admin, "deno")))
-                status, _, body = request(server.port, "POST", "/notes", body=NOTE)
-                self.assertEqual(status, 201, body)
-                new_id = int(re.search(rb'"id":"(\d+)"', body).group(1))
-                self.assertEqual(body, expected_note(admin, new_id))
-                status, _, body = request(server.port, "PUT", f"/notes/{new_id}", body=NOTE)
-                self.assertEqual((status, body), (200, expected_note(admin, new_id)))
+            status, headers, body = request(server.port, "GET", "/notes/42")
+            self.assertEqual((status, body), (200, expected_note(admin, 42)))
+            status, _, body = request(server.port, "GET", "/notes?tag=deno")
+            self.assertEqual((status, body), (200, expected_list(admin, "deno")))
+            status, _, body = request(server.port, "POST", "/notes", body=NOTE)
+            self.assertEqual(status, 201, body)
+            new_id = int(re.search(rb'"id":"(\d+)"', body).group(1))
+            self.assertEqual(body, expected_note(admin, new_id))
+            status, _, body = request(server.port, "PUT", f"/notes/{new_id}", body=NOTE)
+            self.assertEqual((status, body), (200, expected_note(admin, new_id)))
             with admin.cursor() as cur:
                 cur.execute("select count(*) from pg_stat_activity where application_name = "
                             "'notesd' and datname = 'poollive_hostile'")

@@ -3,8 +3,8 @@
  *
  * Owns the log level and the line format (time, level, message). Nothing is
  * logged per request at info level, so a load test measures the server, not
- * its logging. Messages about a database connection go through pool_conn_log
- * (pool.h), which prefixes a small stable id such as "pg#3".
+ * its logging. Messages about a database connection start with its small
+ * stable id, such as "pg#3" (conn_log in pool.c).
  */
 #ifndef NOTESD_LOG_H
 #define NOTESD_LOG_H

@@ -6,9 +6,16 @@
  * libpq may replace its socket while connecting (multi-host, SSL or GSS
  * fallback) and the new one usually gets the same fd number; we compare the
  * inode too, or the loop would keep watching a dead socket and spin.
+ *
+ * Server messages never reach stderr raw: a notice receiver logs each one as
+ * a debug line, and keeps the primary text of a FATAL one, because a server
+ * that ends an idle session sends its reason as a notice just before closing.
+ * Every failure is reported as one line (libpq's messages span several).
  */
 #include <assert.h>
+#include <ctype.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,41 +32,87 @@ enum pgconn_state {
 };
 
 struct pgconn {
+    unsigned id; /* the owner's id, for log lines: "pg#3" */
     enum pgconn_state state;
     PGconn *pg;
     h2o_loop_t *loop;
-    h2o_socket_t *sock; /* watches `sock_fd`, a dup of libpq's socket */
+    h2o_socket_t *sock; /* watches a dup of libpq's socket */
     int pg_fd;          /* libpq's descriptor that `sock` mirrors */
     ino_t pg_ino;       /* ...and its inode, since the number alone can repeat */
     PGresult *first;    /* first result of the command in flight */
     const char *setup_sql;
     const pgconn_callbacks_t *cb;
     void *data;
-    h2o_timeout_t *defer_timeout;
     h2o_timeout_entry_t defer; /* reports a failure found while starting */
+    char fatal[160];           /* primary text of the last FATAL/PANIC notice, or "" */
+    char why[512];             /* the last failure, on one line */
 };
 
 static void on_readable(h2o_socket_t *sock, const char *err);
 static void on_writable(h2o_socket_t *sock, const char *err);
+
+/* Copies `msg` to `dst` on one line: every run of white space (libpq's
+ * messages hold newlines and tabs) becomes one space, and the ends are trimmed. */
+static void one_line(char *dst, size_t cap, const char *msg)
+{
+    size_t n = 0;
+    int space = 0;
+
+    for (const char *p = msg; *p != '\0' && n + 1 < cap; p++) {
+        if (isspace((unsigned char)*p)) {
+            space = n > 0;
+            continue;
+        }
+        if (space && n + 2 < cap)
+            dst[n++] = ' ';
+        space = 0;
+        dst[n++] = *p;
+    }
+    dst[n] = '\0';
+}
 
 static void fail(pgconn_t *conn, const char *why)
 {
     conn->state = PGCONN_FAILED;
     if (conn->sock != NULL)
         h2o_socket_read_stop(conn->sock);
-    conn->cb->on_failed(conn, why, conn->data);
+    if (why != conn->why)
+        one_line(conn->why, sizeof(conn->why), why);
+    conn->cb->on_failed(conn, conn->why, conn->data);
 }
 
+/* Fails with libpq's message, led by the server's own reason when a FATAL
+ * notice said why it is closing the session ("terminating connection due to
+ * administrator command"); libpq itself only says that the server closed it. */
 static void fail_with_libpq_error(pgconn_t *conn)
 {
-    char why[256];
-    const char *msg = PQerrorMessage(conn->pg);
-    size_t len = strlen(msg);
-    /* libpq ends its messages with a newline; the log adds its own. */
-    while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
-        len--;
-    snprintf(why, sizeof(why), "%.*s", (int)len, len > 0 ? msg : "connection failed");
-    fail(conn, why);
+    char msg[300]; /* with "FATAL: " and conn->fatal, fits conn->why */
+    one_line(msg, sizeof(msg), PQerrorMessage(conn->pg));
+    if (conn->fatal[0] != '\0' && strstr(msg, conn->fatal) == NULL)
+        snprintf(conn->why, sizeof(conn->why), "FATAL: %s; %s", conn->fatal,
+                 msg[0] != '\0' ? msg : "connection closed");
+    else
+        snprintf(conn->why, sizeof(conn->why), "%s", msg[0] != '\0' ? msg : "connection failed");
+    fail(conn, conn->why);
+}
+
+/* libpq's notice receiver: one debug line per server message; the primary text
+ * of a FATAL or PANIC one is kept for the failure that follows it. */
+static void on_notice(void *arg, const PGresult *res)
+{
+    pgconn_t *conn = arg;
+    const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    char line[400];
+
+    if (severity == NULL)
+        severity = "NOTICE";
+    if (primary == NULL)
+        primary = PQresultErrorMessage(res);
+    one_line(line, sizeof(line), primary);
+    if (strcmp(severity, "FATAL") == 0 || strcmp(severity, "PANIC") == 0)
+        one_line(conn->fatal, sizeof(conn->fatal), primary);
+    log_debug("pg#%u server %s: %s", conn->id, severity, line);
 }
 
 /* Makes `sock` watch libpq's current socket; returns -1 if there is none. */
@@ -155,16 +208,30 @@ static void poll_connect(pgconn_t *conn)
     }
 }
 
+/* 1 if `res` reports an error that ends the session (severity FATAL or PANIC). */
+static int is_fatal(const PGresult *res)
+{
+    const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+    return PQresultStatus(res) == PGRES_FATAL_ERROR && severity != NULL &&
+           (strcmp(severity, "FATAL") == 0 || strcmp(severity, "PANIC") == 0);
+}
+
 /* Reads what the server sent and finishes the command in flight if its last
  * result has arrived. */
 static void read_results(pgconn_t *conn)
 {
     if (!PQconsumeInput(conn->pg)) {
+        /* PQconsumeInput only reads; parsing what did arrive (PQisBusy does)
+         * hands the server's last words, such as the FATAL notice of an
+         * administrator's terminate, to on_notice before we report. */
+        PQisBusy(conn->pg);
         fail_with_libpq_error(conn);
         return;
     }
     if (conn->state == PGCONN_READY) {
-        /* Nothing in flight: a notice, or the server going away. */
+        /* Nothing in flight: a notice (parsed now, by PQisBusy), or the
+         * server going away. */
+        PQisBusy(conn->pg);
         if (PQstatus(conn->pg) == CONNECTION_BAD)
             fail_with_libpq_error(conn);
         return;
@@ -204,6 +271,16 @@ static void read_results(pgconn_t *conn)
             }
             PQclear(first);
             conn->cb->on_ready(conn, conn->data);
+        } else if (first != NULL && is_fatal(first)) {
+            /* The server ends the session (an administrator's terminate, a
+             * shutdown): the command did not run, and the connection is gone. */
+            one_line(conn->fatal, sizeof(conn->fatal),
+                     PQresultErrorField(first, PG_DIAG_MESSAGE_PRIMARY) != NULL
+                         ? PQresultErrorField(first, PG_DIAG_MESSAGE_PRIMARY)
+                         : PQresultErrorMessage(first));
+            snprintf(conn->why, sizeof(conn->why), "FATAL: %s", conn->fatal);
+            PQclear(first);
+            fail(conn, conn->why);
         } else {
             conn->cb->on_result(conn, first, conn->data);
             PQclear(first);
@@ -245,25 +322,27 @@ static void on_deferred_failure(h2o_timeout_entry_t *entry)
     fail_with_libpq_error(conn);
 }
 
-pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, const char *const *keywords,
-                       const char *const *values, const char *setup_sql,
-                       const pgconn_callbacks_t *cb, void *data)
+pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
+                       const char *const *keywords, const char *const *values,
+                       const char *setup_sql, const pgconn_callbacks_t *cb, void *data)
 {
     pgconn_t *conn = calloc(1, sizeof(*conn));
     if (conn == NULL)
         abort();
+    conn->id = id;
     conn->state = PGCONN_CONNECTING;
     conn->loop = loop;
     conn->pg_fd = -1;
     conn->setup_sql = setup_sql;
     conn->cb = cb;
     conn->data = data;
-    conn->defer_timeout = defer;
     conn->defer.cb = on_deferred_failure;
 
     conn->pg = PQconnectStartParams(keywords, values, 1);
     if (conn->pg == NULL)
         abort(); /* out of memory: see the policy in main.c */
+    /* Before anything can arrive: the default receiver prints to stderr. */
+    PQsetNoticeReceiver(conn->pg, on_notice, conn);
     if (PQstatus(conn->pg) == CONNECTION_BAD || sync_socket(conn) != 0) {
         /* Report later, so the caller never sees a callback before we return. */
         h2o_timeout_link(loop, defer, &conn->defer);
@@ -293,7 +372,8 @@ int pgconn_send(pgconn_t *conn, const char *sql_or_name, int prepared, int npara
 
 const char *pgconn_error(pgconn_t *conn)
 {
-    return PQerrorMessage(conn->pg);
+    one_line(conn->why, sizeof(conn->why), PQerrorMessage(conn->pg));
+    return conn->why;
 }
 
 void pgconn_close(pgconn_t *conn)

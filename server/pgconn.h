@@ -25,19 +25,22 @@ typedef struct pgconn_callbacks {
      * (PGRES_TUPLES_OK, PGRES_COMMAND_OK or an error). Ownership: pgconn
      * PQclears it after the callback returns. The connection is ready again. */
     void (*on_result)(pgconn_t *conn, PGresult *res, void *data);
-    /* The connection is broken or could not be opened; `why` is libpq's message
-     * (valid during the callback only). The owner must pgconn_close it. */
+    /* The connection is broken or could not be opened; `why` is one line: libpq's
+     * message, led by the server's FATAL reason when it sent one (valid during
+     * the callback only). The owner must pgconn_close it. A result of severity
+     * FATAL (the server ending the session) comes here, not to on_result. */
     void (*on_failed)(pgconn_t *conn, const char *why, void *data);
 } pgconn_callbacks_t;
 
-/* Starts connecting. `keywords`/`values` go to PQconnectStartParams (with
- * expand_dbname). `setup_sql`, when not NULL, runs once after connecting and
- * before on_ready (SET and PREPARE statements). `defer` is a 0 ms timeout used
- * to report a failure that happens at once; it must outlive the connection.
- * Always returns a connection: failures arrive through on_failed. */
-pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, const char *const *keywords,
-                       const char *const *values, const char *setup_sql,
-                       const pgconn_callbacks_t *cb, void *data);
+/* Starts connecting. `id` names the connection in log lines ("pg#3"), among
+ * them the debug line logged for each notice the server sends.
+ * `keywords`/`values` go to PQconnectStartParams (with expand_dbname). `setup_sql`, when not NULL,
+ * runs once after connecting and before on_ready (SET and PREPARE statements). `defer` is a 0 ms
+ * timeout used to report a failure that happens at once; it must outlive the connection. Always
+ * returns a connection: failures arrive through on_failed. */
+pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
+                       const char *const *keywords, const char *const *values,
+                       const char *setup_sql, const pgconn_callbacks_t *cb, void *data);
 
 /* Sends one command: with `prepared`, `sql_or_name` names a prepared statement;
  * otherwise it is SQL sent as an unnamed statement with text parameters,
@@ -46,7 +49,8 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, const char *const
 int pgconn_send(pgconn_t *conn, const char *sql_or_name, int prepared, int nparams,
                 const char *const *values);
 
-/* libpq's last error message for this connection (for logging). */
+/* libpq's last error message for this connection, on one line (for logging;
+ * valid until the next call on this connection). */
 const char *pgconn_error(pgconn_t *conn);
 
 /* Closes the h2o socket (a dup of libpq's) and then the PGconn, and frees the

@@ -6,6 +6,15 @@
  * predecessor and moves the connection to the list of its new state. Waiting
  * queries are FIFO, so nobody starves; idle connections are reused LIFO, which
  * leaves surplus connections at the cold end where the idle timeout finds them.
+ *
+ * Back-off: connections that fail together (started before the back-off that
+ * their failure would start) are one round and double it once, so POOL_MAX
+ * connections refused at the same moment wait 100 ms, not a second.
+ *
+ * Drain (pool_shutdown): the connections that running and already waiting
+ * queries need stay until that work is done; none is opened; a new query is
+ * answered POOL_ERR_SHUTDOWN at once, so keep-alive clients that keep asking
+ * during the drain cannot make the pool reconnect while it stops.
  */
 #include <arpa/inet.h>
 #include <assert.h>
@@ -34,9 +43,10 @@ typedef struct pool_conn {
     enum pool_conn_state state;
     h2o_linklist_t link; /* in the list of its state */
     pgconn_t *pg;
-    pool_query_t *query; /* while busy; NULL if its requester went away */
-    int statement;       /* of the query in flight, for metrics */
-    uint64_t sent_ns;    /* when the query in flight was sent */
+    pool_query_t *query;    /* while busy; NULL if its requester went away */
+    int statement;          /* of the query in flight, for metrics */
+    uint64_t sent_ns;       /* when the query in flight was sent */
+    unsigned backoff_round; /* pool->backoff_round when it started connecting */
     h2o_timeout_entry_t idle_entry, query_entry;
 } pool_conn_t;
 
@@ -223,14 +233,17 @@ static void start_connection(pool_t *pool)
     pool_conn_set_state(conn, POOL_CONN_CONNECTING);
     conn_log(debug, conn, "%s", "connecting");
     /* pgconn_start never calls back before returning. */
-    conn->pg = pgconn_start(pool->loop, &pool->defer_timeout, pool->keywords, pool->values,
-                            pool->setup_sql, &pg_callbacks, conn);
+    conn->backoff_round = pool->backoff_round;
+    conn->pg = pgconn_start(pool->loop, &pool->defer_timeout, conn->id, pool->keywords,
+                            pool->values, pool->setup_sql, &pg_callbacks, conn);
 }
 
 /* Opens connections while queries wait and the limit allows (one per waiter).
  * After a failed connect it waits out the back-off on the retry timer. */
 static void grow(pool_t *pool)
 {
+    if (pool->shutting_down)
+        return; /* a drain opens no connection */
     while (pool->connecting.len < pool->waiting.len && total(pool) < (size_t)pool->max) {
         if (metrics_now_ns() < pool->down_until_ns) {
             if (!h2o_timeout_is_linked(&pool->retry_entry))
@@ -247,6 +260,7 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
     pool_t *pool = conn->pool;
     pool_query_t *q = conn->query;
     enum pool_conn_state was = conn->state;
+    unsigned round = conn->backoff_round;
 
     if (err == POOL_ERR_SHUTDOWN || reason == NULL)
         conn_log(debug, conn, "closed: %s", reason != NULL ? reason : "idle timeout");
@@ -261,13 +275,19 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
         finish_query(q, NULL, err);
     if (was == POOL_CONN_CONNECTING && err == POOL_ERR_UNAVAILABLE) {
         /* The database cannot be reached: back off, and when no connection is
-         * left, fail the waiters now rather than let them hang (fast-fail). */
-        pool->last_connect_ok = 0;
-        pool->down_until_ns = metrics_now_ns() + pool->backoff_ms * 1000000;
-        pool->backoff_ms = pool->backoff_ms * 2 > 1000 ? 1000 : pool->backoff_ms * 2;
+         * left, fail the waiters now rather than let them hang (fast-fail).
+         * Only the first failure of a round starts a back-off; the others were
+         * started before it and say nothing new about the database. */
+        if (round == pool->backoff_round) {
+            pool->backoff_round++;
+            pool->down_until_ns = metrics_now_ns() + pool->backoff_ms * 1000000;
+            pool->backoff_ms = pool->backoff_ms * 2 > 1000 ? 1000 : pool->backoff_ms * 2;
+        }
         if (total(pool) == 0)
             fail_all_waiting(pool, POOL_ERR_UNAVAILABLE);
     }
+    if (pool->shutting_down && total(pool) == 0)
+        fail_all_waiting(pool, POOL_ERR_SHUTDOWN); /* nothing left to run them on */
     grow(pool);
 }
 
@@ -277,11 +297,26 @@ static void on_pg_ready(pgconn_t *pg, void *data)
 {
     pool_conn_t *conn = data;
     STAT_ADD(conn->pool->stats.connects, 1);
-    conn->pool->last_connect_ok = 1;
     conn->pool->backoff_ms = 50;
     conn->pool->down_until_ns = 0;
     conn_log(debug, conn, "%s", "connected");
     conn_next(conn);
+}
+
+/* Tells statement_timeout from a cancel request (both are SQLSTATE 57014) by
+ * the server's primary message; when the messages are translated
+ * (lc_messages), by the time taken: statement_timeout never fires before
+ * QUERY_TIMEOUT_MS has passed since the statement started, and we measured
+ * from before it was sent. */
+static int is_statement_timeout(pool_t *pool, const PGresult *res, uint64_t took_ns)
+{
+    const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+    if (primary != NULL && strcmp(primary, "canceling statement due to statement timeout") == 0)
+        return 1;
+    if (primary != NULL && strcmp(primary, "canceling statement due to user request") == 0)
+        return 0;
+    return pool->has_query_timeout && took_ns >= (uint64_t)config.query_timeout_ms * 1000000;
 }
 
 static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
@@ -294,16 +329,24 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
     h2o_timeout_unlink(&conn->query_entry);
     histogram_observe(&pool->stats.query[conn->statement], (double)took / 1e9);
     conn->query = NULL;
-    /* statement_timeout (query_canceled) is the usual way a query runs out of
-     * time; the loop's deadline is only the backstop. Both count. */
+    enum pool_error err = POOL_OK;
     if (PQresultStatus(res) == PGRES_FATAL_ERROR) {
         const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-        if (sqlstate != NULL && strcmp(sqlstate, "57014") == 0)
-            STAT_ADD(pool->stats.query_timeouts, 1);
+        if (sqlstate != NULL && strcmp(sqlstate, "57014") == 0) {
+            /* query_canceled: statement_timeout, the usual way a query runs out
+             * of time (the loop's deadline is only the backstop; both count),
+             * or someone's pg_cancel_backend, which is no timeout. */
+            err =
+                is_statement_timeout(pool, res, took) ? POOL_ERR_QUERY_TIMEOUT : POOL_ERR_CANCELED;
+            if (err == POOL_ERR_QUERY_TIMEOUT)
+                STAT_ADD(pool->stats.query_timeouts, 1);
+            conn_log(debug, conn, "%s",
+                     err == POOL_ERR_CANCELED ? "statement cancelled" : "statement timed out");
+        }
     }
     if (q != NULL) {
         q->duration_ns = took;
-        finish_query(q, res, POOL_OK);
+        finish_query(q, err == POOL_OK ? res : NULL, err);
     }
     /* The callback may not free the connection; it is still busy and ours. */
     conn_next(conn);
@@ -356,42 +399,117 @@ static void on_retry(h2o_timeout_entry_t *entry)
 
 /* ---- public ------------------------------------------------------------------------------ */
 
-/* Resolves a host name once, at start-up, and passes it as hostaddr, so that
- * libpq never calls getaddrinfo() on the loop. */
-static int resolve_host(pool_t *pool, PQconninfoOption *opts, size_t *n, char *err, size_t errlen)
+/* The value of `keyword` in parsed connection options, or NULL when unset or empty. */
+static const char *conninfo_value(const PQconninfoOption *opts, const char *keyword)
 {
-    const char *host = NULL, *hostaddr = NULL;
-    static char resolved[INET6_ADDRSTRLEN];
+    for (const PQconninfoOption *o = opts; o->keyword != NULL; o++)
+        if (strcmp(o->keyword, keyword) == 0)
+            return o->val != NULL && o->val[0] != '\0' ? o->val : NULL;
+    return NULL;
+}
 
-    for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
-        if (strcmp(o->keyword, "host") == 0)
-            host = o->val;
-        else if (strcmp(o->keyword, "hostaddr") == 0)
-            hostaddr = o->val;
-    }
-    if (host == NULL || host[0] == '\0' || host[0] == '/' || hostaddr != NULL ||
-        strchr(host, ',') != NULL)
-        return 0;
+/* Resolves one host name into a numeric address in `out`. IPv4 is preferred
+ * for names such as "localhost", like node-postgres on most systems. */
+static int resolve_one(const char *host, char *out, size_t outlen, char *err, size_t errlen)
+{
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
     int rc = getaddrinfo(host, NULL, &hints, &res);
     if (rc != 0) {
         snprintf(err, errlen, "cannot resolve database host '%s': %s", host, gai_strerror(rc));
         return -1;
     }
-    /* Prefer IPv4 for loopback names such as "localhost", like node-postgres on most systems. */
     struct addrinfo *pick = res;
     for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next)
         if (ai->ai_family == AF_INET) {
             pick = ai;
             break;
         }
-    getnameinfo(pick->ai_addr, pick->ai_addrlen, resolved, sizeof(resolved), NULL, 0,
-                NI_NUMERICHOST);
+    rc = getnameinfo(pick->ai_addr, pick->ai_addrlen, out, outlen, NULL, 0, NI_NUMERICHOST);
     freeaddrinfo(res);
-    pool->keywords[*n] = "hostaddr";
-    pool->values[*n] = resolved;
-    ++*n;
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot resolve database host '%s': %s", host, gai_strerror(rc));
+        return -1;
+    }
     return 0;
+}
+
+/* Builds pool->hostaddr: for each entry of the comma-separated host list, its
+ * numeric address, or an empty entry for a Unix-socket directory (libpq then
+ * uses host as given). host itself is kept, for TLS, Kerberos and error
+ * messages. Nothing to do without a host, or when the URL has hostaddr. */
+static int resolve_hosts(pool_t *pool, const PQconninfoOption *opts, char *err, size_t errlen)
+{
+    const char *hosts = conninfo_value(opts, "host");
+    if (hosts == NULL || conninfo_value(opts, "hostaddr") != NULL)
+        return 0;
+
+    size_t cap = 1, named = 0, entries = 0;
+    for (const char *h = hosts; h != NULL; h = strchr(h, ','), h = h != NULL ? h + 1 : NULL)
+        cap += INET6_ADDRSTRLEN + 1;
+    char *list = calloc(1, cap), *p = list;
+    if (list == NULL)
+        abort();
+    for (const char *h = hosts, *end;; h = end + 1) {
+        end = strchr(h, ',');
+        size_t len = end != NULL ? (size_t)(end - h) : strlen(h);
+        char name[256];
+        if (len >= sizeof(name)) {
+            snprintf(err, errlen, "database host name is too long: '%.*s...'", 40, h);
+            free(list);
+            return -1;
+        }
+        memcpy(name, h, len);
+        name[len] = '\0';
+        if (entries++ > 0)
+            *p++ = ',';
+        /* A Unix-socket directory needs no lookup; an empty entry means "use host". */
+        if (len > 0 && name[0] != '/' && name[0] != '@') {
+            if (resolve_one(name, p, INET6_ADDRSTRLEN, err, errlen) != 0) {
+                free(list);
+                return -1;
+            }
+            p += strlen(p);
+            named++;
+        }
+        if (end == NULL)
+            break;
+    }
+    if (named == 0) {
+        free(list); /* sockets only: libpq does no lookup */
+        return 0;
+    }
+    pool->hostaddr = list;
+    return 0;
+}
+
+/* The session settings that rendering depends on, as `-c` switches of libpq's
+ * `options` (sent in the startup packet: no round trip). They come after the
+ * options the URL (or PGOPTIONS) gives, so they win over them, as they win over
+ * the database's and the role's defaults:
+ * - DateStyle ISO: render.c converts created_at from ISO text; the database
+ *   may say 'SQL, DMY'. TimeZone may be anything: the conversion reads the offset.
+ * - IntervalStyle postgres and extra_float_digits 1 (shortest exact output):
+ *   the server defaults, fixed here so that no future interval or float column
+ *   is read in a format a database was set to.
+ * - statement_timeout: the server's own deadline, QUERY_TIMEOUT_MS; with 0
+ *   none is sent and the database's or the URL's applies.
+ * client_encoding is a libpq keyword of its own (set after the URL, so UTF-8
+ * wins too): a startup parameter overrides an `options` switch. */
+static void build_options(pool_t *pool, const PQconninfoOption *opts)
+{
+    const char *theirs = conninfo_value(opts, "options");
+    if (theirs == NULL)
+        theirs = getenv("PGOPTIONS"); /* setting `options` would hide it */
+    char timeout[64] = "";
+    if (config.query_timeout_ms > 0)
+        snprintf(timeout, sizeof(timeout), " -c statement_timeout=%d", config.query_timeout_ms);
+    const char *ours = "-c DateStyle=ISO -c IntervalStyle=postgres -c extra_float_digits=1";
+    size_t cap = (theirs != NULL ? strlen(theirs) + 1 : 0) + strlen(ours) + strlen(timeout) + 1;
+    pool->options = malloc(cap);
+    if (pool->options == NULL)
+        abort();
+    snprintf(pool->options, cap, "%s%s%s%s", theirs != NULL ? theirs : "",
+             theirs != NULL ? " " : "", ours, timeout);
 }
 
 int pool_configure(pool_t *pool, const char *db_url, const pool_statement_t *statements,
@@ -416,36 +534,37 @@ int pool_configure(pool_t *pool, const char *db_url, const pool_statement_t *sta
         PQfreemem(parse_err);
         return -1;
     }
-    /* Defaults the URL may override, since it comes after them: no SSL or GSS
-     * negotiation (node-postgres does none by default, and each costs a round
-     * trip), UTF-8, and a name that shows in pg_stat_activity. */
-    pool->keywords[n] = "sslmode", pool->values[n++] = "disable";
-    pool->keywords[n] = "gssencmode", pool->values[n++] = "disable";
-    pool->keywords[n] = "client_encoding", pool->values[n++] = "UTF8";
-    pool->keywords[n] = "application_name", pool->values[n++] = "notesd";
-    int rc = resolve_host(pool, opts, &n, err, errlen);
+    int rc = resolve_hosts(pool, opts, err, errlen);
+    if (rc == 0)
+        build_options(pool, opts);
     PQconninfoFree(opts);
     if (rc != 0)
         return -1;
+    /* Defaults the URL may override, since it comes after them: no SSL or GSS
+     * negotiation (node-postgres does none by default, and each costs a round
+     * trip), and a name that shows in pg_stat_activity. */
+    pool->keywords[n] = "sslmode", pool->values[n++] = "disable";
+    pool->keywords[n] = "gssencmode", pool->values[n++] = "disable";
+    pool->keywords[n] = "application_name", pool->values[n++] = "notesd";
     pool->keywords[n] = "dbname", pool->values[n++] = db_url;
+    /* What the parsing of results needs, after the URL so that it wins. */
+    pool->keywords[n] = "client_encoding", pool->values[n++] = "UTF8";
+    pool->keywords[n] = "options", pool->values[n++] = pool->options;
+    if (pool->hostaddr != NULL)
+        pool->keywords[n] = "hostaddr", pool->values[n++] = pool->hostaddr;
     pool->keywords[n] = NULL, pool->values[n] = NULL;
 
-    /* Set-up SQL, one round trip per new connection. */
-    size_t cap = 256;
-    for (size_t i = 0; i < nstatements; i++)
-        cap += strlen(statements[i].sql) + strlen(statements[i].name) + 32;
-    pool->setup_sql = calloc(1, cap);
-    if (pool->setup_sql == NULL)
-        abort();
-    if (config.query_timeout_ms > 0)
-        snprintf(pool->setup_sql, cap, "set statement_timeout = %d;", config.query_timeout_ms);
-    if (pool->prepared)
+    /* Set-up SQL, one round trip per new connection, only for --prepared. */
+    if (pool->prepared) {
+        size_t cap = 1;
+        for (size_t i = 0; i < nstatements; i++)
+            cap += strlen(statements[i].sql) + strlen(statements[i].name) + 32;
+        pool->setup_sql = calloc(1, cap);
+        if (pool->setup_sql == NULL)
+            abort();
         for (size_t i = 0; i < nstatements; i++)
             snprintf(pool->setup_sql + strlen(pool->setup_sql), cap - strlen(pool->setup_sql),
                      "prepare %s as %s;", statements[i].name, statements[i].sql);
-    if (pool->setup_sql[0] == '\0') {
-        free(pool->setup_sql);
-        pool->setup_sql = NULL;
     }
 
     list_init(&pool->connecting);
@@ -482,6 +601,12 @@ enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
     q->duration_ns = 0;
     q->enqueued_ns = metrics_now_ns();
 
+    if (pool->shutting_down) {
+        /* Draining: nothing new runs, and nothing new is opened for it. */
+        STAT_ADD(pool->stats.rejected, 1);
+        finish_query(q, NULL, POOL_ERR_SHUTDOWN);
+        return POOL_ADMITTED;
+    }
     if (pool->idle.len > 0) {
         pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next);
         conn_run(conn, q);
@@ -537,9 +662,12 @@ void pool_shutdown(pool_t *pool)
     /* Queries already waiting still run (they belong to requests in flight);
      * from now on a connection that has nothing to do is closed, not idled. */
     pool->shutting_down = 1;
+    h2o_timeout_unlink(&pool->retry_entry);
     while (pool->idle.len > 0)
         conn_discard(H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next),
                      POOL_ERR_SHUTDOWN, "shutting down");
+    if (total(pool) == 0)
+        fail_all_waiting(pool, POOL_ERR_SHUTDOWN); /* the back-off had left them none */
 }
 
 int pool_is_empty(pool_t *pool)
@@ -549,7 +677,7 @@ int pool_is_empty(pool_t *pool)
 
 void pool_dispose(pool_t *pool)
 {
-    assert(pool_is_empty(pool) && pool->waiting.len == 0);
+    assert(pool_is_empty(pool));
     h2o_timeout_unlink(&pool->retry_entry);
     h2o_timeout_dispose(pool->loop, &pool->idle_timeout);
     h2o_timeout_dispose(pool->loop, &pool->acquire_timeout);
@@ -558,4 +686,6 @@ void pool_dispose(pool_t *pool)
     h2o_timeout_dispose(pool->loop, &pool->connect_timeout);
     h2o_timeout_dispose(pool->loop, &pool->defer_timeout);
     free(pool->setup_sql);
+    free(pool->options);
+    free(pool->hostaddr);
 }

@@ -7,6 +7,11 @@
  * are list lengths at any moment. A connection that breaks is discarded and the
  * request on it gets an error; the pool opens a replacement when work waits.
  *
+ * Every connection starts with the session settings the result parsing relies
+ * on (DateStyle ISO, IntervalStyle postgres, UTF-8, extra_float_digits), sent
+ * in the startup packet, so whatever defaults the database or its role carry
+ * cost no round trip and change no byte of a response.
+ *
  * One pool per event loop; nothing here is thread-safe.
  */
 #ifndef NOTESD_POOL_H
@@ -31,19 +36,21 @@ enum pool_error {
     POOL_ERR_UNAVAILABLE,     /* connection broke or could not be opened: 503 */
     POOL_ERR_ACQUIRE_TIMEOUT, /* waited longer than the acquire timeout: 503 */
     POOL_ERR_QUERY_TIMEOUT,   /* ran longer than the query deadline: 504 */
-    POOL_ERR_SHUTDOWN,        /* the server stopped before the query ran: 503 */
+    POOL_ERR_SHUTDOWN,        /* the server is draining and runs no new query: 503 */
+    POOL_ERR_CANCELED, /* cancelled on the server (pg_cancel_backend), not by a deadline: 503 */
 };
 
 typedef struct pool_query pool_query_t;
 
 /* Called exactly once per accepted query. On success `res` is the command's
- * result, which may itself be an error result (PQresultStatus); on failure
- * `res` is NULL and `err` says why. Ownership: the pool PQclears `res` after
- * the callback returns, and never touches `q` again. */
+ * result, which may itself be an error result (PQresultStatus), though never
+ * SQLSTATE 57014: a cancelled statement arrives as POOL_ERR_QUERY_TIMEOUT or
+ * POOL_ERR_CANCELED. On failure `res` is NULL and `err` says why. Ownership: the pool PQclears
+ * `res` after the callback returns, and never touches `q` again. */
 typedef void (*pool_query_cb)(pool_query_t *q, PGresult *res, enum pool_error err);
 
 enum pool_query_state {
-    POOL_QUERY_NEW,
+    POOL_QUERY_NEW,     /* the caller's zeroed memory, before pool_query */
     POOL_QUERY_WAITING, /* on pool->waiting */
     POOL_QUERY_RUNNING, /* sent on conn */
     POOL_QUERY_DONE,    /* callback called, or cancelled */
@@ -84,11 +91,11 @@ enum pool_admit {
 typedef struct pool_stats {
     uint64_t connects;          /* connections opened successfully */
     uint64_t connection_errors; /* connects that failed, and connections that broke */
-    uint64_t rejected;          /* POOL_QUEUE_FULL and POOL_DOWN answers */
+    uint64_t rejected;          /* POOL_QUEUE_FULL, POOL_DOWN, and POOL_ERR_SHUTDOWN at once */
     uint64_t acquire_timeouts;
-    uint64_t query_timeouts;
-    histogram_t acquire;  /* seconds from enqueue to connection handed over */
-    histogram_t query[8]; /* seconds from send to result, per statement */
+    uint64_t query_timeouts; /* statement_timeout and the backstop; not a user's cancel */
+    histogram_t acquire;     /* seconds from enqueue to connection handed over */
+    histogram_t query[8];    /* seconds from send to result, per statement */
 } pool_stats_t;
 
 typedef struct pool {
@@ -97,7 +104,9 @@ typedef struct pool {
     size_t nstatements;
     int max, queue_max, prepared;
     const char *keywords[12], *values[12]; /* connection parameters for libpq */
-    char *setup_sql;                       /* SET/PREPARE run on each new connection */
+    char *options;                         /* libpq's `options`: the URL's, then our -c settings */
+    char *hostaddr;                        /* numeric address per host of the URL, or NULL */
+    char *setup_sql;                       /* PREPAREs run on each new connection, or NULL */
 
     pool_list_t connecting, idle, busy; /* pool_conn_t, by state */
     pool_list_t waiting;                /* pool_query_t, FIFO */
@@ -108,17 +117,18 @@ typedef struct pool {
     int has_acquire_timeout, has_query_timeout;
     uint64_t down_until_ns; /* fail fast until then, after a failed connect */
     uint64_t backoff_ms;    /* next backoff after a failed connect */
+    unsigned backoff_round; /* bumped when a back-off starts; see conn_discard */
     unsigned next_conn_id;
-    int last_connect_ok; /* for /readyz */
-    int shutting_down;
+    int shutting_down; /* draining: no new connection, no new query */
     pool_stats_t stats;
 } pool_t;
 
 /* Reads the settings and db_url, and prepares the connection parameters; opens
- * no connection (node-postgres connects lazily). Returns 0, or -1 with a message
- * in `err` if db_url cannot be parsed or its host name cannot be resolved (the
- * only blocking DNS lookup, done before the loop runs, so the loop never waits
- * on one). */
+ * no connection (node-postgres connects lazily). Every host name of db_url
+ * (one, or a comma-separated list) is resolved here into a matching hostaddr
+ * list: the only blocking DNS lookups, done before the loop runs, so libpq
+ * never calls getaddrinfo() on the loop. Returns 0, or -1 with a message in
+ * `err` if db_url cannot be parsed or a host name cannot be resolved. */
 NOTESD_MUSTCHECK int pool_configure(pool_t *pool, const char *db_url,
                                     const pool_statement_t *statements, size_t nstatements,
                                     char *err, size_t errlen);
@@ -126,7 +136,9 @@ NOTESD_MUSTCHECK int pool_configure(pool_t *pool, const char *db_url,
 /* Attaches the pool's timers to the loop; call once before the first query. */
 void pool_start(pool_t *pool, h2o_loop_t *loop);
 
-/* Runs statement q->statement with q->params; see enum pool_admit. */
+/* Runs statement q->statement with q->params; see enum pool_admit. While the
+ * pool drains (after pool_shutdown) the query is admitted and answered at once
+ * with POOL_ERR_SHUTDOWN, before this returns; that is the promised callback. */
 NOTESD_MUSTCHECK enum pool_admit pool_query(pool_t *pool, pool_query_t *q);
 
 /* Takes back a query whose requester went away: a waiting query leaves the
@@ -137,8 +149,11 @@ void pool_query_cancel(pool_t *pool, pool_query_t *q);
 /* 1 if at least one connection is open (idle or busy). */
 int pool_has_live_connection(pool_t *pool);
 
-/* Closes idle connections; waiting and running queries still complete, and
- * each connection is closed as soon as nothing waits for it. */
+/* Starts the drain: closes idle connections; running and already waiting
+ * queries still complete on the connections that are open or opening, and each
+ * connection is closed as soon as nothing waits for it. No new connection is
+ * opened (waiters left without any connection get POOL_ERR_SHUTDOWN), and new
+ * queries are refused at once with POOL_ERR_SHUTDOWN. */
 void pool_shutdown(pool_t *pool);
 
 /* 1 once no connection is left and nothing waits (after pool_shutdown). */

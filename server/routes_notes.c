@@ -124,16 +124,14 @@ static void respond_query_failure(h2o_req_t *req, PGresult *res, enum pool_error
         respond_error(req, 504, "database query timed out");
         return;
     case POOL_ERR_SHUTDOWN:
+        req->http1_is_persistent = 0; /* Connection: close: ask the next server */
         respond_unavailable(req, "server is shutting down");
+        return;
+    case POOL_ERR_CANCELED:
+        respond_unavailable(req, "database query was cancelled");
         return;
     case POOL_OK:
         break;
-    }
-    const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-    if (sqlstate != NULL &&
-        strcmp(sqlstate, "57014") == 0) { /* query_canceled: statement_timeout */
-        respond_error(req, 504, "database query timed out");
-        return;
     }
     log_warn("%.*s %.*s: database error: %s", (int)req->method.len, req->method.base,
              (int)req->path.len, req->path.base, PQresultErrorMessage(res));

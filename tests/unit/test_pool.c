@@ -207,12 +207,90 @@ static void pool_configure_opens_no_connection(void)
     CHECK(pool_is_empty(&pool));
     CHECK(!pool_has_live_connection(&pool));
     CHECK_INT_EQ(pool.max, 20);
-    /* With --prepared, each new connection prepares the statements, after the deadline. */
+    /* With --prepared, each new connection prepares the statements. */
     CHECK(pool.setup_sql != NULL &&
-          strstr(pool.setup_sql, "set statement_timeout = 30000;") == pool.setup_sql);
-    CHECK(pool.setup_sql != NULL && strstr(pool.setup_sql, "prepare test_one as select $1::int;"));
+          strstr(pool.setup_sql, "prepare test_one as select $1::int;") == pool.setup_sql);
     CHECK(pool.setup_sql != NULL && strstr(pool.setup_sql, "prepare test_two as select 2;"));
     pool_finish(&pool, loop);
+}
+
+/* The value libpq gets for `keyword`, and whether it comes after dbname (and so wins over the URL).
+ */
+static const char *param(pool_t *pool, const char *keyword, int *after_url)
+{
+    int seen_url = 0;
+    for (size_t i = 0; pool->keywords[i] != NULL; i++) {
+        if (strcmp(pool->keywords[i], "dbname") == 0)
+            seen_url = 1;
+        if (strcmp(pool->keywords[i], keyword) == 0) {
+            if (after_url != NULL)
+                *after_url = seen_url;
+            return pool->values[i];
+        }
+    }
+    return NULL;
+}
+
+/* DateStyle and friends go in libpq's options, after the URL's own options. */
+static void connection_parameters_carry_the_session_settings(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    int after_url = 0;
+
+    reset_config();
+    CHECK_INT_EQ(
+        pool_open(&pool, loop, "postgresql://nobody@127.0.0.1:1/none?options=-c%20search_path%3Dx"),
+        0);
+    CHECK_STR_EQ(param(&pool, "options", &after_url),
+                 "-c search_path=x -c DateStyle=ISO -c IntervalStyle=postgres "
+                 "-c extra_float_digits=1 -c statement_timeout=30000");
+    CHECK(after_url);
+    CHECK_STR_EQ(param(&pool, "client_encoding", &after_url), "UTF8");
+    CHECK(after_url);
+    CHECK_STR_EQ(param(&pool, "sslmode", &after_url), "disable");
+    CHECK(!after_url);             /* the URL may ask for TLS */
+    CHECK(pool.setup_sql == NULL); /* no set-up round trip without --prepared */
+    pool_finish(&pool, loop);
+
+    /* PGOPTIONS would be hidden by the options keyword: it is merged instead. */
+    loop = loop_create();
+    reset_config();
+    config.query_timeout_ms = 0;
+    setenv("PGOPTIONS", "-c work_mem=8MB", 1);
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    unsetenv("PGOPTIONS");
+    CHECK_STR_EQ(param(&pool, "options", NULL),
+                 "-c work_mem=8MB -c DateStyle=ISO -c IntervalStyle=postgres "
+                 "-c extra_float_digits=1");
+    pool_finish(&pool, loop);
+}
+
+/* Every host of a list gets a numeric address, so libpq never looks a name up. */
+static void every_host_of_a_list_is_resolved(void)
+{
+    static const struct {
+        const char *url, *hostaddr;
+    } cases[] = {
+        {"postgresql://nobody@localhost:1,127.0.0.1:2/none", "127.0.0.1,127.0.0.1"},
+        {"host=localhost,127.0.0.1 port=1,2 dbname=none", "127.0.0.1,127.0.0.1"},
+        {"host=/tmp,localhost port=1,2 dbname=none", ",127.0.0.1"},
+        {"host=/tmp dbname=none", NULL},                         /* sockets only */
+        {"host=localhost hostaddr=127.0.0.2 dbname=none", NULL}, /* the URL's own */
+        {"dbname=none", NULL},                                   /* libpq's default socket */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        h2o_loop_t *loop = loop_create();
+        pool_t pool;
+        reset_config();
+        CHECK_INT_EQ(pool_open(&pool, loop, cases[i].url), 0);
+        const char *got = param(&pool, "hostaddr", NULL);
+        if (cases[i].hostaddr == NULL)
+            CHECK(got == NULL);
+        else
+            CHECK(got != NULL && strcmp(got, cases[i].hostaddr) == 0);
+        pool_finish(&pool, loop);
+    }
 }
 
 static void refused_connect_fails_every_admitted_query_once(void)
@@ -241,7 +319,6 @@ static void refused_connect_fails_every_admitted_query_once(void)
     CHECK_INT_EQ(pool.stats.connection_errors, 3);
     CHECK_INT_EQ(pool.stats.connects, 0);
     CHECK_INT_EQ(pool.stats.rejected, 0);
-    CHECK_INT_EQ(pool.last_connect_ok, 0);
     CHECK(!pool_has_live_connection(&pool));
 
     /* The retry timer armed on the way fires into an empty queue: no second callback. */
@@ -291,8 +368,8 @@ static void refused_connect_makes_the_next_query_fail_fast(void)
     pool_finish(&pool, loop);
 }
 
-/* Connections failing together double the back-off once each, up to a second. */
-static void backoff_doubles_up_to_one_second(void)
+/* Connections failing together are one round: they double the back-off once. */
+static void concurrent_failures_double_the_backoff_once(void)
 {
     h2o_loop_t *loop = loop_create();
     pool_t pool;
@@ -300,6 +377,7 @@ static void backoff_doubles_up_to_one_second(void)
 
     reset_config();
     CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    uint64_t before = metrics_now_ns();
     for (int i = 0; i < 6; i++) {
         query_init(&t[i], 0);
         CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
@@ -307,9 +385,37 @@ static void backoff_doubles_up_to_one_second(void)
     CHECK_LISTS(&pool, 6, 0, 0, 6);
     CHECK(wait_for_callbacks(loop, 6));
     CHECK_INT_EQ(pool.stats.connection_errors, 6);
-    CHECK_INT_EQ(pool.backoff_ms, 1000); /* 50 * 2^6 = 3200, capped */
+    CHECK_INT_EQ(pool.backoff_ms, 100); /* 50 once doubled, not 50 * 2^6 */
+    /* The fast-fail window is the first back-off, 50 ms, not a longer one. */
+    CHECK(pool.down_until_ns > before && pool.down_until_ns <= metrics_now_ns() + 50000000);
     for (int i = 0; i < 6; i++)
         CHECK_INT_EQ(t[i].calls, 1);
+    pool_finish(&pool, loop);
+}
+
+/* Each later round doubles it again, up to a second. */
+static void backoff_doubles_per_round_up_to_one_second(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    test_query_t t[2];
+    uint64_t expect = 50;
+
+    reset_config();
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    for (int round = 0; round < 7; round++) {
+        CHECK(run_until(loop, fast_fail_over, &pool));
+        callbacks = 0;
+        for (int i = 0; i < 2; i++) {
+            query_init(&t[i], 0);
+            CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
+        }
+        CHECK(wait_for_callbacks(loop, 2));
+        expect = expect * 2 > 1000 ? 1000 : expect * 2;
+        CHECK_INT_EQ(pool.backoff_ms, expect);
+    }
+    CHECK_INT_EQ(pool.backoff_ms, 1000); /* 50 * 2^7 = 6400, capped */
+    CHECK_INT_EQ(pool.stats.connection_errors, 14);
     pool_finish(&pool, loop);
 }
 
@@ -505,6 +611,31 @@ static void shutdown_lets_waiting_queries_finish(void)
     pool_finish(&pool, loop);
 }
 
+/* Draining: a new query is answered POOL_ERR_SHUTDOWN before pool_query returns,
+ * counted as rejected, and opens no connection. */
+static void shutdown_refuses_new_queries_at_once(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    test_query_t t;
+
+    reset_config();
+    CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
+    pool_shutdown(&pool);
+    query_init(&t, 0);
+    CHECK_INT_EQ(pool_query(&pool, &t.q), POOL_ADMITTED);
+    CHECK_INT_EQ(t.calls, 1);
+    CHECK_INT_EQ(t.err, POOL_ERR_SHUTDOWN);
+    CHECK_INT_EQ(t.had_result, 0);
+    CHECK_LISTS(&pool, 0, 0, 0, 0);
+    CHECK_INT_EQ(pool.stats.rejected, 1);
+    CHECK(pool_is_empty(&pool));
+    h2o_evloop_run(loop, 10);
+    CHECK_INT_EQ(pool.stats.connection_errors, 0);
+    CHECK_INT_EQ(callbacks, 1);
+    pool_finish(&pool, loop);
+}
+
 /* A connection that nobody waits for any more still ends once the pool shuts down. */
 static void shutdown_empties_the_pool_within_the_connect_timeout(void)
 {
@@ -535,11 +666,12 @@ static void shutdown_empties_the_pool_within_the_connect_timeout(void)
 /* Settings come from the environment too; the tests must not depend on the caller's. */
 static void unset_environment(void)
 {
-    char names[] = "CLIENT_TIMEOUT_MS DB_URL HOST LAG_INTERVAL_MS LOG_LEVEL MAX_BODY_BYTES "
-                   "METRICS_HOST METRICS_PORT PGCONNECT_TIMEOUT PGHOST PGHOSTADDR PGPORT PGSERVICE "
-                   "PGSSLMODE POOL_ACQUIRE_TIMEOUT_MS POOL_CONNECT_TIMEOUT_MS POOL_IDLE_TIMEOUT_MS "
-                   "POOL_MAX POOL_QUEUE_MAX PORT PREPARED PRIMES_MAX QUERY_TIMEOUT_MS "
-                   "SERVER_TIMING SHUTDOWN_TIMEOUT_MS STATIC_DIR";
+    char names[] =
+        "CLIENT_TIMEOUT_MS DB_URL HOST LAG_INTERVAL_MS LOG_LEVEL MAX_BODY_BYTES "
+        "METRICS_HOST METRICS_PORT PGCONNECT_TIMEOUT PGHOST PGHOSTADDR PGOPTIONS PGPORT PGSERVICE "
+        "PGSSLMODE POOL_ACQUIRE_TIMEOUT_MS POOL_CONNECT_TIMEOUT_MS POOL_IDLE_TIMEOUT_MS "
+        "POOL_MAX POOL_QUEUE_MAX PORT PREPARED PRIMES_MAX QUERY_TIMEOUT_MS "
+        "SERVER_TIMING SHUTDOWN_TIMEOUT_MS STATIC_DIR";
     char *save = NULL;
     for (char *name = strtok_r(names, " ", &save); name != NULL; name = strtok_r(NULL, " ", &save))
         unsetenv(name);
@@ -551,9 +683,13 @@ int main(void)
 
     CHECK_RUN(pool_configure_refuses_a_malformed_url);
     CHECK_RUN(pool_configure_opens_no_connection);
+    CHECK_RUN(connection_parameters_carry_the_session_settings);
+    CHECK_RUN(every_host_of_a_list_is_resolved);
     CHECK_RUN(refused_connect_fails_every_admitted_query_once);
     CHECK_RUN(refused_connect_makes_the_next_query_fail_fast);
-    CHECK_RUN(backoff_doubles_up_to_one_second);
+    CHECK_RUN(concurrent_failures_double_the_backoff_once);
+    CHECK_RUN(shutdown_refuses_new_queries_at_once);
+    CHECK_RUN(backoff_doubles_per_round_up_to_one_second);
     CHECK_RUN(queue_full_refuses_the_next_query_without_callback);
     CHECK_RUN(cancelled_waiting_query_gets_no_callback);
     CHECK_RUN(silent_database_times_out_waiting_queries);

@@ -37,13 +37,16 @@ CONNECT_CODES = ("ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL")
 
 
 def binary():
-    """The pinned binary from loadtests/tools, else one on PATH, else None."""
-    pinned = os.path.join(NPM_BIN, NAME)
-    return os.path.normpath(pinned) if os.access(pinned, os.X_OK) else shutil.which(NAME)
+    """The pinned binary from loadtests/tools, else one on PATH (the pinned path
+    when there is neither, so a command line can still be shown)."""
+    pinned = os.path.normpath(os.path.join(NPM_BIN, NAME))
+    if os.access(pinned, os.X_OK):
+        return pinned
+    return shutil.which(NAME) or pinned
 
 
 def available() -> bool:
-    return binary() is not None
+    return os.access(binary(), os.X_OK)
 
 
 def version() -> str:

@@ -16,6 +16,9 @@ What it reports, and its quirks:
   nearest rank, max is maxLatencyMs (also floored). The mean is
   accumulatedMs / measured requests, fractional (its own meanLatencyMs is
   rounded to 0.1 ms and divides by totalRequests).
+- loadtest's own "percentiles" take the first millisecond where the share
+  passes p, and never report 0 (a 0 is falsy to it and is overwritten by the
+  next bucket): the adapter does not use them.
 - totalRequests counts every request that ended, including ones that ended
   after the run stopped (not measured) and ones that failed at the socket.
 - errorCodes: a status code for responses of 400 and up (only when a

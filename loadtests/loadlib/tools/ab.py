@@ -31,7 +31,7 @@ import shutil
 import subprocess
 from urllib.parse import urlsplit
 
-from .base import Errors, Latency, RunSpec, ToolResult
+from .base import Latency, RunSpec, ToolResult
 
 NAME = "ab"
 INSTALL_HINT = "apt-get install -y apache2-utils"

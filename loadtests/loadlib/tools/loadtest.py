@@ -35,7 +35,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 
 from .base import Latency, RunSpec, ToolResult
 

@@ -104,7 +104,8 @@ def command(spec: RunSpec, workdir: str) -> list:
     with open(os.path.join(workdir, LOCUSTFILE), "w") as f:
         f.write(LOCUSTFILE_SOURCE.format(
             path=path, wait=wait, timeout=float(spec.timeout_s), headers=headers,
-            stats=os.path.join(workdir, FINAL_STATS), failures=os.path.join(workdir, FINAL_FAILURES)))
+            stats=os.path.join(workdir, FINAL_STATS),
+            failures=os.path.join(workdir, FINAL_FAILURES)))
     seconds = max(1, math.ceil(spec.duration_s or 1))
     return ["locust", "-f", os.path.join(workdir, LOCUSTFILE), "--headless",
             "-u", str(spec.connections), "-r", str(spec.connections), "-t", f"{seconds}s",

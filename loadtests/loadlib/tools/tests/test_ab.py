@@ -80,5 +80,18 @@ class Command(unittest.TestCase):
         self.assertEqual(argv[-1], "http://127.0.0.1:8080/")  # ab needs a path
 
 
+class Contract(unittest.TestCase):
+    def test_keeps_the_base_contract(self):
+        self.assertEqual(ab.NAME, "ab")
+        self.assertTrue(ab.INSTALL_HINT)
+        for name in ("available", "version", "command", "parse"):
+            self.assertTrue(callable(getattr(ab, name)), name)
+
+    def test_version_of_the_installed_tool(self):
+        if not ab.available():
+            self.skipTest(f"ab not installed: {ab.INSTALL_HINT}")
+        self.assertRegex(ab.version(), r"^\d+\.\d+")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -77,5 +77,18 @@ class Command(unittest.TestCase):
         self.assertEqual(script["scenarios"][0]["flow"], [{"get": {"url": "/json"}}])
 
 
+class Contract(unittest.TestCase):
+    def test_keeps_the_base_contract(self):
+        self.assertEqual(artillery.NAME, "artillery")
+        self.assertTrue(artillery.INSTALL_HINT)
+        for name in ("available", "version", "command", "parse"):
+            self.assertTrue(callable(getattr(artillery, name)), name)
+
+    def test_version_of_the_installed_tool(self):
+        if not artillery.available():
+            self.skipTest(f"artillery not installed: {artillery.INSTALL_HINT}")
+        self.assertRegex(artillery.version(), r"^\d+\.\d+")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -72,5 +72,18 @@ class Command(unittest.TestCase):
         self.assertNotIn("-d", argv)
 
 
+class Contract(unittest.TestCase):
+    def test_keeps_the_base_contract(self):
+        self.assertEqual(autocannon.NAME, "autocannon")
+        self.assertTrue(autocannon.INSTALL_HINT)
+        for name in ("available", "version", "command", "parse"):
+            self.assertTrue(callable(getattr(autocannon, name)), name)
+
+    def test_version_of_the_installed_tool(self):
+        if not autocannon.available():
+            self.skipTest(f"autocannon not installed: {autocannon.INSTALL_HINT}")
+        self.assertRegex(autocannon.version(), r"^\d+\.\d+")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -77,5 +77,18 @@ class Command(unittest.TestCase):
         self.assertEqual(argv[argv.index("-n") + 1], "100")
 
 
+class Contract(unittest.TestCase):
+    def test_keeps_the_base_contract(self):
+        self.assertEqual(h2load.NAME, "h2load")
+        self.assertTrue(h2load.INSTALL_HINT)
+        for name in ("available", "version", "command", "parse"):
+            self.assertTrue(callable(getattr(h2load, name)), name)
+
+    def test_version_of_the_installed_tool(self):
+        if not h2load.available():
+            self.skipTest(f"h2load not installed: {h2load.INSTALL_HINT}")
+        self.assertRegex(h2load.version(), r"^\d+\.\d+")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -80,5 +80,18 @@ class Command(unittest.TestCase):
         self.assertNotIn("-disable-keepalive", argv)
 
 
+class Contract(unittest.TestCase):
+    def test_keeps_the_base_contract(self):
+        self.assertEqual(hey.NAME, "hey")
+        self.assertTrue(hey.INSTALL_HINT)
+        for name in ("available", "version", "command", "parse"):
+            self.assertTrue(callable(getattr(hey, name)), name)
+
+    def test_version_of_the_installed_tool(self):
+        if not hey.available():
+            self.skipTest(f"hey not installed: {hey.INSTALL_HINT}")
+        self.assertRegex(hey.version(), r"^\d+\.\d+")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

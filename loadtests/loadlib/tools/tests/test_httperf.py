@@ -79,5 +79,18 @@ class Command(unittest.TestCase):
                 httperf.command(RunSpec(url=self.URL, duration_s=3), wd)
 
 
+class Contract(unittest.TestCase):
+    def test_keeps_the_base_contract(self):
+        self.assertEqual(httperf.NAME, "httperf")
+        self.assertTrue(httperf.INSTALL_HINT)
+        for name in ("available", "version", "command", "parse"):
+            self.assertTrue(callable(getattr(httperf, name)), name)
+
+    def test_version_of_the_installed_tool(self):
+        if not httperf.available():
+            self.skipTest(f"httperf not installed: {httperf.INSTALL_HINT}")
+        self.assertRegex(httperf.version(), r"^\d+\.\d+")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

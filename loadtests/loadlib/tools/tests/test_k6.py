@@ -111,5 +111,18 @@ class Command(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
 
+class Contract(unittest.TestCase):
+    def test_keeps_the_base_contract(self):
+        self.assertEqual(k6.NAME, "k6")
+        self.assertTrue(k6.INSTALL_HINT)
+        for name in ("available", "version", "command", "parse"):
+            self.assertTrue(callable(getattr(k6, name)), name)
+
+    def test_version_of_the_installed_tool(self):
+        if not k6.available():
+            self.skipTest(f"k6 not installed: {k6.INSTALL_HINT}")
+        self.assertRegex(k6.version(), r"^\d+\.\d+")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

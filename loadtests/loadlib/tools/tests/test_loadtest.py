@@ -78,5 +78,18 @@ class Command(unittest.TestCase):
         self.assertFalse(options["agentKeepAlive"])
 
 
+class Contract(unittest.TestCase):
+    def test_keeps_the_base_contract(self):
+        self.assertEqual(loadtest.NAME, "loadtest")
+        self.assertTrue(loadtest.INSTALL_HINT)
+        for name in ("available", "version", "command", "parse"):
+            self.assertTrue(callable(getattr(loadtest, name)), name)
+
+    def test_version_of_the_installed_tool(self):
+        if not loadtest.available():
+            self.skipTest(f"loadtest not installed: {loadtest.INSTALL_HINT}")
+        self.assertRegex(loadtest.version(), r"^\d+\.\d+")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

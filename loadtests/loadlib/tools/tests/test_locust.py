@@ -83,5 +83,18 @@ class Command(unittest.TestCase):
         self.assertIn("--headless", argv)
 
 
+class Contract(unittest.TestCase):
+    def test_keeps_the_base_contract(self):
+        self.assertEqual(locust.NAME, "locust")
+        self.assertTrue(locust.INSTALL_HINT)
+        for name in ("available", "version", "command", "parse"):
+            self.assertTrue(callable(getattr(locust, name)), name)
+
+    def test_version_of_the_installed_tool(self):
+        if not locust.available():
+            self.skipTest(f"locust not installed: {locust.INSTALL_HINT}")
+        self.assertRegex(locust.version(), r"^\d+\.\d+")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

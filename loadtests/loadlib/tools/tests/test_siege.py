@@ -79,5 +79,18 @@ class Command(unittest.TestCase):
         self.assertEqual(argv[argv.index("-t") + 1], "2S")
 
 
+class Contract(unittest.TestCase):
+    def test_keeps_the_base_contract(self):
+        self.assertEqual(siege.NAME, "siege")
+        self.assertTrue(siege.INSTALL_HINT)
+        for name in ("available", "version", "command", "parse"):
+            self.assertTrue(callable(getattr(siege, name)), name)
+
+    def test_version_of_the_installed_tool(self):
+        if not siege.available():
+            self.skipTest(f"siege not installed: {siege.INSTALL_HINT}")
+        self.assertRegex(siege.version(), r"^\d+\.\d+")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

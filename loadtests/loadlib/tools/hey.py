@@ -18,7 +18,9 @@ What it reports, and its quirks:
 - There is no total duration in the CSV: the run's length is taken as the
   end of the last response (offset + response-time), a little short of the
   -z duration when the last requests were cut off.
-- -n is the request count, -z a duration (then -n is ignored). Keep-alive is on
+- -n is the request count, shared out as n / c per worker in whole requests
+  (1,001 requests over 4 workers send 1,000); -z a duration (then -n is
+  ignored). Keep-alive is on
   unless -disable-keepalive. -h2 enables HTTP/2 over TLS only (Go's client has
   no h2c), so http:// URLs stay HTTP/1.1. -t is the per-request timeout in
   whole seconds.
@@ -69,6 +71,9 @@ def parse(stdout: str, stderr: str, workdir: str, spec: RunSpec) -> ToolResult:
     result = ToolResult(tool=NAME)
     result.notes.append("hey -o csv has no rows for failed requests: connect, timeout and reset "
                         "errors are not reported (only non-2xx)")
+    if spec.requests and spec.requests % spec.connections:
+        result.notes.append(f"hey sends requests // connections per worker: "
+                            f"{spec.requests // spec.connections * spec.connections} were asked")
     if spec.http2 and spec.url.startswith("http://"):
         result.notes.append("hey -h2 is HTTP/2 over TLS only: this run was HTTP/1.1")
     times, end = [], 0.0

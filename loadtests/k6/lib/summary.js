@@ -91,7 +91,7 @@ export function textSummary(data, { title = 'k6 run', extraLines = [] } = {}) {
 // The object handleSummary() returns: text on stdout, and the summary data as
 // JSON in summaryFile when one is given. The JSON is k6's summary data plus one
 // key of ours, "notesd_test": {"tags": the script's options.tags}: k6's summary
-// data does not carry options.tags, and loadtests/reconcile needs them (runtime,
+// data does not carry options.tags, and reconciling a run needs them (runtime,
 // round, mode). Each script passes its options.tags as options.tags here.
 /**
  * @param {any} data k6's summary data

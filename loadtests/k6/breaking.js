@@ -35,6 +35,7 @@ const BELOW = env('BELOW', '') === '' ? '' : `below=${envInt('BELOW', 100000, 0)
 
 const vusAtFailure = new Trend('vus_at_failure');
 
+/** @type {import('k6/options').Options} */
 export const options = {
   scenarios: {
     breaking: {
@@ -73,6 +74,7 @@ export function handleSummary(data) {
     first === undefined ? 'no request failed' : `first failed request with ${first} VUs active`,
   ];
   return summaryOutputs(data, env('SUMMARY', ''), {
+    tags: options.tags,
     title: `breaking: primes, ramp to ${Math.max(...STAGES.map((s) => s.target))} VUs, ${TIMEOUT} timeout`,
     extraLines: lines,
   });

@@ -32,6 +32,7 @@ const WARMUP_WINDOW = env('WARMUP_WINDOW', '10s');
 const MAX_DURATION = env('MAX_DURATION', '30m');
 parseDuration(WARMUP_WINDOW);
 
+/** @type {import('k6/options').Options} */
 export const options = {
   scenarios: {
     warmup: {
@@ -76,6 +77,7 @@ export function handleSummary(data) {
     lines.push(`measured: ${measured.values.count} requests in ~${seconds.toFixed(1)} s, ~${(measured.values.count / seconds).toFixed(0)} req/s`);
   }
   return summaryOutputs(data, env('SUMMARY', ''), {
+    tags: options.tags,
     title: `hello: ${WARMUP} warm-up + ${ITERATIONS} requests at ${VUS} VUs against ${env('BASE_URL', 'http://127.0.0.1:8080')}`,
     extraLines: lines,
   });

@@ -31,6 +31,7 @@ const PRE_VUS = envInt('PRE_VUS', 100);
 const MAX_VUS = envInt('MAX_VUS', 1000);
 const MAX_ID = envInt('MAX_ID', SPEC.maxId);
 
+/** @type {import('k6/options').Options} */
 export const options = {
   scenarios: {
     [MODE]: {
@@ -61,6 +62,7 @@ export default function () {
 
 export function handleSummary(data) {
   return summaryOutputs(data, env('SUMMARY', ''), {
+    tags: options.tags,
     title: `notes ${MODE} (open model): ${RATE} req/s for ${DURATION} against ${env('BASE_URL', 'http://127.0.0.1:8080')}`,
   });
 }

@@ -35,6 +35,7 @@ const VUS = envInt('VUS', 100);
 const DURATION = env('DURATION', '3m');
 const MAX_ID = envInt('MAX_ID', SPEC.maxId);
 
+/** @type {import('k6/options').Options} */
 export const options = {
   scenarios: { [MODE]: { executor: 'constant-vus', vus: VUS, duration: DURATION } },
   tags: runTags(MODE),
@@ -55,6 +56,7 @@ export default function () {
 
 export function handleSummary(data) {
   return summaryOutputs(data, env('SUMMARY', ''), {
+    tags: options.tags,
     title: `notes ${MODE}: ${VUS} VUs for ${DURATION} against ${env('BASE_URL', 'http://127.0.0.1:8080')}`,
   });
 }

@@ -25,6 +25,7 @@ const STAGES = parseStages(env('STAGES', '2m:1000,3m:1000,30s:0'));
 const TIMEOUT = env('TIMEOUT', '60s');
 const BELOW = env('BELOW', '') === '' ? '' : `below=${envInt('BELOW', 100000, 0)}`;
 
+/** @type {import('k6/options').Options} */
 export const options = {
   scenarios: {
     primes: {
@@ -53,6 +54,7 @@ export default function () {
 export function handleSummary(data) {
   const peak = Math.max(...STAGES.map((s) => s.target));
   return summaryOutputs(data, env('SUMMARY', ''), {
+    tags: options.tags,
     title: `primes: ramp to ${peak} VUs against ${env('BASE_URL', 'http://127.0.0.1:8080')}`,
   });
 }

@@ -23,6 +23,7 @@ const SPEC = JSON.parse(open('../mixes.json'));
 const VUS = envInt('VUS', 100);
 const ITERATIONS = envInt('ITERATIONS', 1000000);
 
+/** @type {import('k6/options').Options} */
 export const options = {
   scenarios: {
     static: {
@@ -50,6 +51,7 @@ export default function () {
 
 export function handleSummary(data) {
   return summaryOutputs(data, env('SUMMARY', ''), {
+    tags: options.tags,
     title: `static: ${ITERATIONS} requests at ${VUS} VUs against ${env('BASE_URL', 'http://127.0.0.1:8080')}`,
   });
 }

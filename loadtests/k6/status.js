@@ -23,6 +23,7 @@ const SPEC = JSON.parse(open('../mixes.json'));
 const STAGES = parseStages(env('STAGES', '2m:2500,3m:10000,2m:10000,30s:0'));
 const TIMEOUT = env('TIMEOUT', '60s');
 
+/** @type {import('k6/options').Options} */
 export const options = {
   scenarios: {
     status: {
@@ -51,6 +52,7 @@ export default function () {
 export function handleSummary(data) {
   const peak = Math.max(...STAGES.map((s) => s.target));
   return summaryOutputs(data, env('SUMMARY', ''), {
+    tags: options.tags,
     title: `status: ramp to ${peak} VUs against ${env('BASE_URL', 'http://127.0.0.1:8080')}`,
   });
 }

@@ -285,7 +285,15 @@ test('summaryOutputs writes JSON only when a file is named', () => {
   assert.deepEqual(Object.keys(summaryOutputs(SAMPLE, '')), ['stdout']);
   const out = summaryOutputs(SAMPLE, 'out/read.json');
   assert.deepEqual(Object.keys(out).sort(), ['out/read.json', 'stdout']);
-  assert.deepEqual(JSON.parse(out['out/read.json']), SAMPLE);
+  assert.deepEqual(JSON.parse(out['out/read.json']), { ...SAMPLE, notesd_test: { tags: {} } });
+});
+
+test('summaryOutputs carries the script\'s tags under notesd_test', () => {
+  const tags = { runtime: 'bun', round: '2', mode: 'read' };
+  const out = summaryOutputs(SAMPLE, 'out/read.json', { tags });
+  const written = JSON.parse(out['out/read.json']);
+  assert.deepEqual(written.notesd_test, { tags });
+  assert.deepEqual(written.metrics, SAMPLE.metrics);
 });
 
 // ------------------------------------------------------------ the k6 scripts, with stand-ins for k6
@@ -395,7 +403,7 @@ test('notes.js: handleSummary prints text and writes JSON when SUMMARY is set', 
   assert.deepEqual(Object.keys(mod.handleSummary(SAMPLE)), ['stdout']);
   ({ mod } = await loadScript('notes.js', { SUMMARY: 'out/x.json' }));
   const out = mod.handleSummary(SAMPLE);
-  assert.deepEqual(JSON.parse(out['out/x.json']), SAMPLE);
+  assert.deepEqual(JSON.parse(out['out/x.json']), { ...SAMPLE, notesd_test: { tags: { mode: 'read' } } });
   assert.match(out.stdout, /notes read: 100 VUs for 3m/);
 });
 
@@ -497,4 +505,15 @@ test('static.js: GET /static/app.min.js, 1,000,000 requests at VUS', async () =>
   mod.default();
   assert.equal(sent[0].url, 'http://127.0.0.1:8080/static/app.min.js');
   assert.equal(sent[0].params.tags.name, 'GET /static/app.min.js');
+});
+
+test('every script writes its options.tags under notesd_test in the summary JSON', async () => {
+  const data = { ...SAMPLE, metrics: { ...SAMPLE.metrics, vus_at_failure: { type: 'trend', values: { min: 1 } } } };
+  for (const file of ['notes.js', 'notes-open.js', 'status.js', 'primes.js', 'breaking.js', 'hello.js', 'static.js']) {
+    const { mod } = await loadScript(file, { SUMMARY: 'out/s.json', RT: 'deno', ROUND: '3' });
+    const written = JSON.parse(mod.handleSummary(data)['out/s.json']);
+    assert.deepEqual(written.notesd_test, { tags: mod.options.tags }, file);
+    assert.equal(written.notesd_test.tags.runtime, 'deno', file);
+    assert.equal(written.notesd_test.tags.round, '3', file);
+  }
 });

@@ -11,11 +11,13 @@ export const SUMMARY_TREND_STATS = ['avg', 'p(50)', 'p(95)', 'p(99)', 'p(99.9)',
 export const SYSTEM_TAGS = ['status', 'method', 'name', 'scenario', 'expected_response', 'check'];
 
 // __ENV[name], or fallback when unset or empty.
+/** @param {string} name @param {string} fallback @returns {string} */
 export function env(name, fallback) {
   const v = __ENV[name];
   return v === undefined || v === '' ? fallback : v;
 }
 
+/** @param {string} name @param {number} fallback @returns {number} */
 export function envInt(name, fallback, min = 1) {
   const raw = env(name, String(fallback));
   const n = Number(raw);
@@ -23,6 +25,7 @@ export function envInt(name, fallback, min = 1) {
   return n;
 }
 
+/** @param {string} name @param {number} fallback @returns {number} */
 export function envNumber(name, fallback) {
   const raw = env(name, String(fallback));
   const n = Number(raw);
@@ -52,6 +55,7 @@ export function parseDuration(text) {
 }
 
 // "2m:1000,3m:1000,30s:0" -> [{ duration: '2m', target: 1000 }, ...]
+/** @param {string} text @returns {{ duration: string, target: number }[]} */
 export function parseStages(text) {
   const stages = String(text).split(',').map((part) => {
     const [duration, target] = part.trim().split(':');
@@ -79,7 +83,9 @@ export function targetAt(stages, seconds, startVUs = 0) {
 
 // The tags every sample of a run carries (runtime, round, mode); unset RT or
 // ROUND are left out rather than sent empty.
+/** @returns {Record<string, string>} */
 export function runTags(mode) {
+  /** @type {Record<string, string>} */
   const tags = {};
   if (env('RT', '')) tags.runtime = env('RT', '');
   if (env('ROUND', '')) tags.round = env('ROUND', '');
@@ -98,6 +104,12 @@ export function commonOptions(mode) {
 
 // One k6 iteration: draw a request from the mix, send it, check its status.
 // opts: { maxId, timeout, query } (query is appended to every path, e.g. "below=100000")
+/**
+ * @param {object} spec the parsed mixes.json
+ * @param {string} mode
+ * @param {{ maxId?: number, timeout?: string, query?: string }} [opts]
+ * @returns {() => import('k6/http').RefinedResponse<'none'>}
+ */
 export function makeIteration(spec, mode, opts = {}) {
   const url = baseUrl();
   const next = createMix(spec, mode, { maxId: opts.maxId });
@@ -105,6 +117,7 @@ export function makeIteration(spec, mode, opts = {}) {
   const query = opts.query;
   return function iteration() {
     const d = next({ title: `Note from k6 vu ${__VU} iter ${__ITER}` });
+    /** @type {import('k6/http').RefinedParams<'none'>} */
     const params = { tags: { name: d.name } };
     if (d.body !== null) params.headers = { 'Content-Type': 'application/json' };
     if (timeout) params.timeout = timeout;

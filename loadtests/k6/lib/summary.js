@@ -59,6 +59,10 @@ export function failedThresholds(data) {
   return failed;
 }
 
+/**
+ * @param {any} data k6's summary data
+ * @param {{ title?: string, extraLines?: string[] }} [options]
+ */
 export function textSummary(data, { title = 'k6 run', extraLines = [] } = {}) {
   const lines = [];
   const state = (data && data.state) || {};
@@ -85,9 +89,21 @@ export function textSummary(data, { title = 'k6 run', extraLines = [] } = {}) {
 }
 
 // The object handleSummary() returns: text on stdout, and the summary data as
-// JSON in summaryFile when one is given.
+// JSON in summaryFile when one is given. The JSON is k6's summary data plus one
+// key of ours, "notesd_test": {"tags": the script's options.tags}: k6's summary
+// data does not carry options.tags, and reconciling a run needs them (runtime,
+// round, mode). Each script passes its options.tags as options.tags here.
+/**
+ * @param {any} data k6's summary data
+ * @param {string} summaryFile
+ * @param {{ title?: string, extraLines?: string[], tags?: Record<string, string> }} [options]
+ * @returns {Record<string, string>}
+ */
 export function summaryOutputs(data, summaryFile, options = {}) {
+  /** @type {Record<string, string>} */
   const out = { stdout: textSummary(data, options) };
-  if (summaryFile) out[summaryFile] = JSON.stringify(data, null, 2);
+  if (summaryFile) {
+    out[summaryFile] = JSON.stringify({ ...data, notesd_test: { tags: options.tags || {} } }, null, 2);
+  }
   return out;
 }

@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""k6's adapter: its parser on fixtures in the shape k6 documents for
+handleSummary data (fixtures/k6/, written by hand: k6 is not installable here),
+and its generated script, type-checked against @types/k6 when
+loadtests/k6/node_modules has TypeScript (loadtests/k6/check-types.sh installs it)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOADTESTS = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, LOADTESTS)
+
+from loadlib.tools import k6  # noqa: E402
+from loadlib.tools.base import RunSpec  # noqa: E402
+
+K6_MODULES = os.path.join(LOADTESTS, "k6", "node_modules")
+
+
+def parse_fixture(case):
+    d = os.path.join(HERE, "..", "fixtures", "k6", case)
+    with open(os.path.join(d, "run.json")) as f:
+        spec = RunSpec(**json.load(f)["spec"])
+    return k6.parse("", "", d, spec)
+
+
+class Parse(unittest.TestCase):
+    def test_all_answered(self):
+        r = parse_fixture("delay")
+        self.assertEqual(r.requests, 390)
+        self.assertEqual(r.errors.total(), 0)
+        self.assertEqual(r.rps, 190.3741)
+        self.assertEqual(r.duration_s, 2.0486117)
+        self.assertEqual((r.latency.mean, r.latency.p50, r.latency.p90, r.latency.p99,
+                          r.latency.max), (50.2214, 50.3071, 58.0415, 59.8127, 60.2946))
+
+    def test_errors_by_kind_from_the_scripts_counters(self):
+        r = parse_fixture("mixed")
+        # 120 sent; 12 refused, 5 timed out, 3 reset got no response
+        self.assertEqual(r.requests, 100)
+        self.assertEqual((r.errors.non2xx, r.errors.connect, r.errors.timeout, r.errors.reset,
+                          r.errors.other), (10, 12, 5, 3, 0))
+        self.assertEqual(r.latency.p99, 4.9011)
+
+    def test_no_summary_file(self):
+        with tempfile.TemporaryDirectory() as wd:
+            r = k6.parse("", "", wd, RunSpec(url="http://127.0.0.1:1/"))
+        self.assertEqual(r.errors.other, 1)
+        self.assertTrue(any("no summary" in n for n in r.notes))
+
+    def test_dropped_iterations_are_noted(self):
+        r = k6.from_summary({"metrics": {"http_reqs": {"values": {"count": 5, "rate": 5}},
+                                         "dropped_iterations": {"values": {"count": 7}}}},
+                            k6.ToolResult(tool="k6"))
+        self.assertEqual(r.requests, 5)
+        self.assertTrue(any("dropped 7" in n for n in r.notes))
+
+
+class Command(unittest.TestCase):
+    def script(self, spec):
+        with tempfile.TemporaryDirectory() as wd:
+            argv = k6.command(spec, wd)
+            with open(os.path.join(wd, k6.SCRIPT)) as f:
+                return argv, f.read(), wd
+
+    def options(self, source):
+        start = source.index("export const options = ") + len("export const options = ")
+        return json.JSONDecoder().raw_decode(source[start:])[0]
+
+    def test_closed_duration(self):
+        argv, source, wd = self.script(RunSpec(url="http://127.0.0.1:8080/json", connections=7,
+                                               duration_s=2, keepalive=False))
+        self.assertEqual(argv[:2], ["k6", "run"])
+        self.assertIn("--no-usage-report", argv)
+        opts = self.options(source)
+        self.assertEqual(opts["scenarios"]["load"],
+                         {"executor": "constant-vus", "vus": 7, "duration": "2s"})
+        self.assertTrue(opts["noConnectionReuse"])
+        self.assertIn(json.dumps(os.path.join(wd, k6.SUMMARY)), source)
+
+    def test_open_model_and_count(self):
+        _, source, _ = self.script(RunSpec(url="http://127.0.0.1:8080/json", connections=5,
+                                           duration_s=3, rate=100))
+        self.assertEqual(self.options(source)["scenarios"]["load"]["executor"],
+                         "constant-arrival-rate")
+        _, source, _ = self.script(RunSpec(url="http://127.0.0.1:8080/json", connections=5,
+                                           requests=50))
+        self.assertEqual(self.options(source)["scenarios"]["load"],
+                         {"executor": "shared-iterations", "vus": 5, "iterations": 50,
+                          "maxDuration": "10m"})
+
+    @unittest.skipUnless(os.path.isfile(os.path.join(K6_MODULES, "typescript", "bin", "tsc")),
+                         "no TypeScript in loadtests/k6/node_modules (check-types.sh installs it)")
+    def test_generated_script_type_checks_against_k6_api(self):
+        with tempfile.TemporaryDirectory() as wd:
+            k6.command(RunSpec(url="http://127.0.0.1:8080/json", rate=10, duration_s=1), wd)
+            types = os.path.join(K6_MODULES, "@types")
+            with open(os.path.join(wd, "tsconfig.json"), "w") as f:
+                json.dump({"compilerOptions": {
+                    "allowJs": True, "checkJs": True, "noEmit": True, "strict": True,
+                    "noImplicitAny": False, "module": "es2020", "moduleResolution": "node",
+                    "target": "es2020", "lib": ["es2020"], "types": ["k6"],
+                    "typeRoots": [types], "baseUrl": ".",
+                    "paths": {"k6": [f"{types}/k6"], "k6/*": [f"{types}/k6/*"]}},
+                    "include": [k6.SCRIPT]}, f)
+            p = subprocess.run(["node", os.path.join(K6_MODULES, "typescript", "bin", "tsc"),
+                                "-p", wd], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+
+class Contract(unittest.TestCase):
+    def test_keeps_the_base_contract(self):
+        self.assertEqual(k6.NAME, "k6")
+        self.assertTrue(k6.INSTALL_HINT)
+        for name in ("available", "version", "command", "parse"):
+            self.assertTrue(callable(getattr(k6, name)), name)
+
+    def test_version_of_the_installed_tool(self):
+        if not k6.available():
+            self.skipTest(f"k6 not installed: {k6.INSTALL_HINT}")
+        self.assertRegex(k6.version(), r"^\d+\.\d+")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

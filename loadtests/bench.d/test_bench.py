@@ -9,7 +9,6 @@
 - the h2o configuration template is accepted by h2o (when h2o is installed).
 """
 
-import json
 import os
 import re
 import shutil
@@ -24,7 +23,7 @@ REPO = os.path.dirname(LOADTESTS)
 sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, LOADTESTS)
 
-from loadlib import pgbench  # noqa: E402
+from loadlib import mixes, pgbench  # noqa: E402
 from loadlib.commands import bench  # noqa: E402
 from loadlib.commands import bench_report as report  # noqa: E402
 
@@ -67,23 +66,11 @@ class PgbenchScripts(unittest.TestCase):
                 self.assertEqual(texts, {statements[name]})
 
     def test_weights_are_the_mixes(self):
-        with open(os.path.join(LOADTESTS, "mixes.json")) as f:
-            modes = json.load(f)["modes"]
-
-        def shares(mode):
-            out = {}
-            for kind, pct in modes[mode]:
-                if kind in modes:
-                    for k, v in shares(kind).items():
-                        out[k] = out.get(k, 0) + v * pct / 100
-                else:
-                    out[kind] = out.get(kind, 0) + pct
-            return out
         for mode, scripts in bench.PGBENCH_MIXES.items():
             with self.subTest(mode=mode):
                 total = sum(w for _, w in scripts)
                 got = {s: 100 * w / total for s, w in scripts}
-                want = shares(mode)
+                want = {k: 100 * v for k, v in mixes.kind_shares(mode).items()}
                 self.assertEqual(set(got), set(want))
                 for k in want:
                     self.assertAlmostEqual(got[k], want[k])

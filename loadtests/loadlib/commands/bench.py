@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 
-from loadlib import pg, pgbench, procs, prom, server
+from loadlib import mixes, pg, pgbench, procs, prom, server
 from loadlib.commands import bench_report as report
 from loadlib.quantile import percentile
 from loadlib.sampler import RssSampler
@@ -51,8 +51,8 @@ ALL_TESTS = ["json", "hello", "status", "static", "read", "write", "mixed"]
 HTTP_TESTS, DB_TESTS, PEERS = report.HTTP_TESTS, report.DB_TESTS, report.PEERS
 WRK_SCRIPT = os.path.join(LOADTESTS, "wrk", "notes.lua")
 STATIC_DIR, PEER_DIR = server.STATIC_DIR, server.PEER_DIR
-TAGS = ["js", "ts", "node", "bun", "deno", "postgres", "http", "perf"]
-NOTE_BODY = "Seeded note body for the JS test. " * 4
+TAGS = mixes.TAGS
+NOTE_BODY = mixes.NOTE_BODY
 # pgbench -f script@weight per mix: loadtests/mixes.json's shares in percent
 PGBENCH_MIXES = {
     "read": [("get_note", 70), ("list_by_tag", 30)],

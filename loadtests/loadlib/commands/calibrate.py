@@ -55,6 +55,7 @@ LATENCY_LUA = os.path.join(LOADTESTS, "calibration", "latency.lua")
 OPENLOAD = os.path.join(LOADTESTS, "calibration", "openload.py")
 DELAY_PATH = "/delay/:ms"
 SETTLE = 0.3  # seconds between the end of a run and its closing scrape
+DELAY_ROWS = [(0, 1), (0, 10), (0, 50), (20, 10), (20, 50)]  # (jitter, connections) of section 1
 
 
 def fmt(x, digits=2):
@@ -540,7 +541,8 @@ def section_co(co, args):
     return "\n".join(out)
 
 
-def main():
+def parse_args():
+    """The options; (parser, args), the parser for the errors main() still finds."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
@@ -573,7 +575,81 @@ def main():
     if args.stall_every < 0.2:
         p.error("--stall-every must be at least 0.2")
 
-    runner = Runner(args)
+    return p, args
+
+
+def log(msg):
+    print(f"calibrate: {msg}", file=sys.stderr, flush=True)
+
+
+# Each experiment below runs one section's measurements and returns its raw
+# figures; the section_*() functions above turn them into the report's text.
+# A new section is one more pair, called from main() in report order.
+
+def measure_delay(runner):
+    """Section 1: wrk against /delay/50 at every (jitter, connections) of DELAY_ROWS."""
+    runs = []
+    for jitter, c in DELAY_ROWS:
+        path = "/delay/50" + (f"?jitter={jitter}" if jitter else "")
+        log(f"wrk -c{c} {path}")
+        runs.append(runner.wrk_run(path, c))
+    return runs
+
+
+def measure_server_view(args):
+    """Section 2: Server-Timing of sequential requests (the histogram comes with section 1's runs)."""
+    log("Server-Timing samples")
+    return server_timing_samples(args.base_url, "/delay/50", args.samples)
+
+
+def measure_saturation(runner, args):
+    """Section 3: /primes at c=1 and c=50, then /delay/50 while /primes saturates the loop."""
+    below = args.primes_below
+    log(f"saturation: /primes?below={below} at c=1 and c=50")
+    sat = {"below": below,
+           "c1": runner.wrk_run(f"/primes?below={below}", 1, max(2, args.seconds // 2)),
+           "c50": runner.wrk_run(f"/primes?below={below}", 50)}
+    log("saturation: /delay/50 c=10 while /primes c=50")
+    before = scrape(args.metrics_url)
+    primes = runner.wrk_start(f"/primes?below={below}", 50, args.seconds + 1)
+    time.sleep(0.5)
+    sat["delay"] = runner.wrk_run("/delay/50", 10)
+    out, _ = primes.communicate(timeout=args.seconds + 60)
+    sat["primes"] = runner.parse(out, "WRK_JSON")
+    sat["delay"]["histogram"] = histogram_delta(before, scrape(args.metrics_url))
+    return sat
+
+
+def measure_co(runner, args):
+    """Section 4: /delay/0 under periodic stalls, by wrk, a raw closed model and an open model."""
+    args.stall_sized = not args.stall_below
+    if args.stall_sized:
+        log(f"sizing the stall to about {args.stall_ms:g} ms")
+        args.stall_below = size_stall(args.base_url, args.stall_ms)
+    co = {}
+    for name in ("wrk", "closed", "open"):
+        log(f"coordinated omission: {name}")
+        staller = Staller(args.base_url, args.stall_below, args.stall_every, args.seconds)
+        staller.start()
+        try:
+            if name == "wrk":
+                co[name] = runner.wrk_run("/delay/0", args.co_connections)
+            elif name == "closed":
+                co[name] = runner.openload("/delay/0", args.seconds,
+                                           closed=args.co_connections, slow_ms=args.slow_ms)
+            else:
+                co[name] = runner.openload("/delay/0", args.seconds, rate=args.open_rate,
+                                           slow_ms=args.slow_ms)
+        finally:
+            staller.stop()
+        co.setdefault("stalls", {})[name] = staller.stalls
+        time.sleep(0.3)
+    return co
+
+
+def start_target(p, args, runner):
+    """Fills in args.base_url and args.metrics_url: a given target, refused unless on
+    loopback, or a notesd started here, which is returned so that main() stops it."""
     server = None
     if args.base_url:
         host = urllib.parse.urlsplit(args.base_url).hostname or ""
@@ -588,69 +664,34 @@ def main():
         args.metrics_url = args.metrics_url or f"http://127.0.0.1:{server.metrics_port}/metrics"
     if args.metrics_url and not is_loopback(urllib.parse.urlsplit(args.metrics_url).hostname or ""):
         p.error("--metrics-url must be on a loopback address")
+    return server
+
+
+def main():
+    p, args = parse_args()
+    runner = Runner(args)
+    server = start_target(p, args, runner)
 
     raw = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     header = machine_line(runner, args, server is not None)
     t0 = time.monotonic()
     try:
-        log = lambda msg: print(f"calibrate: {msg}", file=sys.stderr, flush=True)
-        rows = [(0, 1), (0, 10), (0, 50), (20, 10), (20, 50)]
-        delay_runs = []
-        for jitter, c in rows:
-            path = "/delay/50" + (f"?jitter={jitter}" if jitter else "")
-            log(f"wrk -c{c} {path}")
-            delay_runs.append(runner.wrk_run(path, c))
-        log("Server-Timing samples")
-        samples = server_timing_samples(args.base_url, "/delay/50", args.samples)
-
-        below = args.primes_below
-        log(f"saturation: /primes?below={below} at c=1 and c=50")
-        sat = {"below": below,
-               "c1": runner.wrk_run(f"/primes?below={below}", 1, max(2, args.seconds // 2)),
-               "c50": runner.wrk_run(f"/primes?below={below}", 50)}
-        log("saturation: /delay/50 c=10 while /primes c=50")
-        before = scrape(args.metrics_url)
-        primes = runner.wrk_start(f"/primes?below={below}", 50, args.seconds + 1)
-        time.sleep(0.5)
-        sat["delay"] = runner.wrk_run("/delay/50", 10)
-        out, _ = primes.communicate(timeout=args.seconds + 60)
-        sat["primes"] = runner.parse(out, "WRK_JSON")
-        sat["delay"]["histogram"] = histogram_delta(before, scrape(args.metrics_url))
-
-        args.stall_sized = not args.stall_below
-        if args.stall_sized:
-            log(f"sizing the stall to about {args.stall_ms:g} ms")
-            args.stall_below = size_stall(args.base_url, args.stall_ms)
-        co = {}
-        for name in ("wrk", "closed", "open"):
-            log(f"coordinated omission: {name}")
-            staller = Staller(args.base_url, args.stall_below, args.stall_every, args.seconds)
-            staller.start()
-            try:
-                if name == "wrk":
-                    co[name] = runner.wrk_run("/delay/0", args.co_connections)
-                elif name == "closed":
-                    co[name] = runner.openload("/delay/0", args.seconds,
-                                               closed=args.co_connections, slow_ms=args.slow_ms)
-                else:
-                    co[name] = runner.openload("/delay/0", args.seconds, rate=args.open_rate,
-                                               slow_ms=args.slow_ms)
-            finally:
-                staller.stop()
-            co.setdefault("stalls", {})[name] = staller.stalls
-            time.sleep(0.3)
+        delay_runs = measure_delay(runner)
+        samples = measure_server_view(args)
+        sat = measure_saturation(runner, args)
+        co = measure_co(runner, args)
     finally:
         if server:
             server.stop()
 
-    raw.update(delay=[dict(r, jitter=j) for (j, _), r in zip(rows, delay_runs)],
+    raw.update(delay=[dict(r, jitter=j) for (j, _), r in zip(DELAY_ROWS, delay_runs)],
                server_timing=samples, saturation=sat, coordinated_omission=co,
                seconds_total=round(time.monotonic() - t0, 1))
     report = "\n".join([
         "# Load-tool calibration against notesd\n",
         header,
-        section_delay(delay_runs, rows),
-        section_server_view(samples, delay_runs, rows),
+        section_delay(delay_runs, DELAY_ROWS),
+        section_server_view(samples, delay_runs, DELAY_ROWS),
         section_saturation(sat),
         section_co(co, args),
         f"_{raw['started']}, {raw['seconds_total']} s of runs; load average at the end "

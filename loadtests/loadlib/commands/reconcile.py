@@ -36,7 +36,6 @@ exactly. Give the number of connections/VUs as the tolerance.
 import argparse
 import json
 import math
-import os
 import re
 import sys
 

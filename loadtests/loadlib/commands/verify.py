@@ -41,7 +41,7 @@ import sys
 import time
 import urllib.parse
 
-from loadlib import prom
+from loadlib import mixes, prom
 from loadlib.netcheck import is_loopback
 from loadlib.server import LOADTESTS
 from loadlib.tools import wrk as wrk_tool
@@ -54,10 +54,9 @@ except ImportError:  # pragma: no cover - depends on the machine
              "(apt-get install python3-psycopg2)")
 
 NOTES_LUA = os.path.join(LOADTESTS, "wrk", "notes.lua")
-MIXES_JSON = os.path.join(LOADTESTS, "mixes.json")
 
-TAGS = ["js", "ts", "node", "bun", "deno", "postgres", "http", "perf"]
-SEED_BODY = "Seeded note body for the JS test. " * 4
+TAGS = mixes.TAGS
+SEED_BODY = mixes.NOTE_BODY
 SEED_ROWS = 200000
 JSON_CT = "application/json; charset=utf-8"
 ISO_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -731,20 +730,8 @@ def parse_iso(s):
 
 def load_shares(mode):
     """Shares of the four request kinds in a mode, from loadtests/mixes.json."""
-    with open(MIXES_JSON) as f:
-        modes = json.load(f)["modes"]
-    out = {k: 0.0 for k in KINDS}
-
-    def walk(key, weight):
-        if key not in modes:
-            if key in out:
-                out[key] += weight
-            return
-        total = sum(w for _, w in modes[key])
-        for sub, w in modes[key]:
-            walk(sub, weight * w / total)
-    walk(mode, 1.0)
-    return out
+    shares = mixes.kind_shares(mode)
+    return {k: shares.get(k, 0.0) for k in KINDS}
 
 
 WRK_NAMES = {"GET /notes/:id": "get_note", "GET /notes?tag=": "list_by_tag",

@@ -14,7 +14,7 @@ LOADLIB = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # bottom first; a module may import from the layers before its own
 LAYERS = [
-    {"prom", "netcheck", "procs", "server", "pg", "pgbench", "report", "charts", "tools.base"},
+    {"prom", "netcheck", "procs", "server", "pg", "pgbench", "mixes", "report", "charts", "tools.base"},
     {"quantile", "tools.wrk"},
     {"sampler", "tools.run"},
     {"commands.analyze", "commands.bench_report"},

@@ -9,9 +9,6 @@
 - the h2o configuration template is accepted by h2o (when h2o is installed).
 """
 
-import importlib.machinery
-import importlib.util
-import json
 import os
 import re
 import shutil
@@ -24,19 +21,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LOADTESTS = os.path.dirname(HERE)
 REPO = os.path.dirname(LOADTESTS)
 sys.dont_write_bytecode = True  # nothing written into the source tree
-sys.path.insert(0, HERE)
 sys.path.insert(0, LOADTESTS)
 
-import pgbench_output  # noqa: E402
-import report  # noqa: E402
-
-
-def load_bench():
-    loader = importlib.machinery.SourceFileLoader("bench_cli", os.path.join(LOADTESTS, "bench"))
-    spec = importlib.util.spec_from_loader("bench_cli", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+from loadlib import mixes, pgbench  # noqa: E402
+from loadlib.commands import bench  # noqa: E402
+from loadlib.commands import bench_report as report  # noqa: E402
 
 
 def notesd_statements():
@@ -77,24 +66,11 @@ class PgbenchScripts(unittest.TestCase):
                 self.assertEqual(texts, {statements[name]})
 
     def test_weights_are_the_mixes(self):
-        bench = load_bench()
-        with open(os.path.join(LOADTESTS, "mixes.json")) as f:
-            modes = json.load(f)["modes"]
-
-        def shares(mode):
-            out = {}
-            for kind, pct in modes[mode]:
-                if kind in modes:
-                    for k, v in shares(kind).items():
-                        out[k] = out.get(k, 0) + v * pct / 100
-                else:
-                    out[kind] = out.get(kind, 0) + pct
-            return out
         for mode, scripts in bench.PGBENCH_MIXES.items():
             with self.subTest(mode=mode):
                 total = sum(w for _, w in scripts)
                 got = {s: 100 * w / total for s, w in scripts}
-                want = shares(mode)
+                want = {k: 100 * v for k, v in mixes.kind_shares(mode).items()}
                 self.assertEqual(set(got), set(want))
                 for k in want:
                     self.assertAlmostEqual(got[k], want[k])
@@ -111,7 +87,7 @@ tps = 617.000000 (without initial connection time)
 
 class Parsing(unittest.TestCase):
     def test_pgbench(self):
-        p = pgbench_output.parse_pgbench(PGBENCH_OUT)
+        p = pgbench.parse_pgbench(PGBENCH_OUT)
         self.assertEqual(p["tps"], 617.0)
         self.assertEqual(p["transactions"], 1234)
         self.assertEqual(p["failed"], 0)
@@ -122,7 +98,7 @@ class Parsing(unittest.TestCase):
             with open(path, "w") as f:
                 for i, us in enumerate([3000, 1000, 2000]):
                     f.write(f"0 {i} {us} 0 1700000000 {i}\n")
-            self.assertEqual(pgbench_output.pgbench_log_latencies([path]), [1.0, 2.0, 3.0])
+            self.assertEqual(pgbench.pgbench_log_latencies([path]), [1.0, 2.0, 3.0])
 
     def test_spread(self):
         self.assertAlmostEqual(report.spread([90, 100, 110]), 0.2)

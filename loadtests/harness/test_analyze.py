@@ -19,11 +19,10 @@ sys.dont_write_bytecode = True   # no __pycache__ next to the scripts
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "fixtures")
 RECONCILE = os.path.join(os.path.dirname(HERE), "reconcile")
-sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-import analyze  # noqa: E402
-import run  # noqa: E402
+from loadlib.commands import analyze  # noqa: E402
+from loadlib.commands import harness as run  # noqa: E402
 from loadlib import charts  # noqa: E402
 
 T0 = 1_800_000_000.0

@@ -16,8 +16,6 @@
 
     /usr/bin/python3 loadtests/harness/test_reconcile.py
 """
-import importlib.machinery
-import importlib.util
 import json
 import math
 import os
@@ -29,19 +27,12 @@ import unittest
 sys.dont_write_bytecode = True   # no __pycache__ next to the scripts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+LOADTESTS = os.path.dirname(HERE)
+sys.path.insert(0, LOADTESTS)
 FIX = os.path.join(HERE, "fixtures")
-RECONCILE = os.path.join(os.path.dirname(HERE), "reconcile")
+RECONCILE = os.path.join(LOADTESTS, "reconcile")   # the command as run.sh runs it
 
-
-def load_module():
-    loader = importlib.machinery.SourceFileLoader("reconcile_under_test", RECONCILE)
-    spec = importlib.util.spec_from_loader("reconcile_under_test", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
-
-rc = load_module()
+from loadlib.commands import reconcile as rc  # noqa: E402
 
 
 def run(*args):

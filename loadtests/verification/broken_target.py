@@ -26,6 +26,7 @@ and without a metrics port.
 import argparse
 import datetime
 import json
+import os
 import random
 import re
 import signal
@@ -37,9 +38,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import psycopg2
 
+sys.dont_write_bytecode = True   # no __pycache__ next to the scripts
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # loadtests/
+
+from loadlib.mixes import NOTE_BODY as SEED_BODY, TAGS  # noqa: E402
+
 DEFECTS = ("none", "id-number", "no-ms", "order", "no-write", "cache")
-TAGS = ["js", "ts", "node", "bun", "deno", "postgres", "http", "perf"]
-SEED_BODY = "Seeded note body for the JS test. " * 4
 JSON_CT = "application/json; charset=utf-8"
 TEXT_CT = "text/plain; charset=utf-8"
 COLUMNS = "id, title, body, tag, created_at"

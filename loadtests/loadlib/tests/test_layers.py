@@ -1,6 +1,8 @@
 """loadlib's dependencies point down: each module imports only modules of lower
 layers (read from its import statements), so the bottom parts can be read, tested
-and reused alone.
+and reused alone. The commands sit on top and never import each other: what two
+commands share belongs in the library below them. A command's own part (the
+harness's analyze, bench's bench_report) is imported by that command alone.
 
     /usr/bin/python3 loadtests/loadlib/tests/test_layers.py
 """
@@ -12,10 +14,14 @@ LOADLIB = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # bottom first; a module may import from the layers before its own
 LAYERS = [
-    {"prom", "netcheck", "procs", "server", "pg", "report", "charts", "tools.base"},
+    {"prom", "netcheck", "procs", "server", "pg", "pgbench", "mixes", "report", "charts", "tools.base"},
     {"quantile", "tools.wrk"},
     {"sampler", "tools.run"},
+    {"commands.analyze", "commands.bench_report"},
+    {"commands.harness", "commands.bench", "commands.verify", "commands.calibrate", "commands.reconcile"},
 ]
+COMMANDS = LAYERS[-1]
+PART_OF = {"commands.analyze": "commands.harness", "commands.bench_report": "commands.bench"}
 
 
 def layer_of(module):
@@ -50,7 +56,8 @@ def loadlib_imports(path, module):
 
 class Layers(unittest.TestCase):
     def modules(self):
-        for folder, prefix in ((LOADLIB, ""), (os.path.join(LOADLIB, "tools"), "tools.")):
+        for folder, prefix in ((LOADLIB, ""), (os.path.join(LOADLIB, "tools"), "tools."),
+                               (os.path.join(LOADLIB, "commands"), "commands.")):
             for name in sorted(os.listdir(folder)):
                 if name.endswith(".py") and name != "__init__.py":
                     yield prefix + name[:-3], os.path.join(folder, name)
@@ -70,6 +77,27 @@ class Layers(unittest.TestCase):
                 theirs = layer_of(dep)
                 self.assertIsNotNone(theirs, f"{module} imports {dep}, which is in no layer")
                 self.assertLess(theirs, mine, f"{module} (layer {mine}) imports {dep} (layer {theirs})")
+
+    def test_commands_import_no_other_command(self):
+        found = set()
+        for module, path in self.modules():
+            if not module.startswith("commands."):
+                continue
+            found.add(module)
+            for dep in loadlib_imports(path, module):
+                if dep in COMMANDS:
+                    self.fail(f"{module} imports the command {dep}: move what they share into the library")
+                if dep in PART_OF:
+                    self.assertEqual(PART_OF[dep], module, f"{module} imports {dep}, a part of {PART_OF[dep]}")
+        self.assertEqual(found, COMMANDS | set(PART_OF), "every command module is listed in test_layers.py")
+
+    def test_entry_points_are_thin(self):
+        loadtests = os.path.dirname(LOADLIB)
+        for script in ("calibrate", "verify", "reconcile", "bench", "harness/run.py", "harness/analyze.py"):
+            with open(os.path.join(loadtests, script)) as f:
+                text = f.read()
+            self.assertLessEqual(len(text.splitlines()), 40, f"{script} is no longer a thin entry point")
+            self.assertIn("from loadlib.commands.", text, f"{script} does not call a command module")
 
 
 if __name__ == "__main__":

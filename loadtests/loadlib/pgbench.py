@@ -1,6 +1,5 @@
-"""pgbench's output as loadtests/bench reads it: the summary's figures and the
-per-transaction latencies of its --log files. Everything else bench measures
-with is in loadtests/loadlib."""
+"""pgbench's output, as loadtests/bench reads it: the summary's figures (tps,
+transactions, failures) and the per-transaction latencies of its --log files."""
 
 import re
 

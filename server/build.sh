@@ -16,9 +16,10 @@ BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-dev libssl-dev
           postgresql postgresql-contrib curl ca-certificates)
 # What the tests add: Debian's python3 with psycopg2, promtool, clang for
-# sanitizers and libFuzzer, clang-format for the style check, wrk for load smoke tests.
+# sanitizers and libFuzzer, clang-format for the style check, wrk for load smoke tests,
+# graphviz for the check that server/diagrams are current.
 TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml prometheus clang libclang-rt-14-dev clang-format
-               wrk valgrind docker-compose)
+               wrk valgrind docker-compose graphviz)
 
 build=1
 for arg in "$@"; do

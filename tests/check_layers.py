@@ -106,9 +106,13 @@ def dot(root):
     out = ["digraph layers {", '  rankdir=BT; newrank=true;',
            '  node [shape=box, style="rounded,filled", fillcolor="#f4f4f4", fontname="Helvetica"];',
            '  edge [color="#888888", arrowsize=0.6];']
+    # One row per layer, held in order by a column of labels ("layer 0" at the bottom).
     for i, mods in enumerate(layers):
-        out.append(f"  subgraph layer{i} {{ rank=same; " +
+        out.append(f'  "layer {i}" [shape=plaintext, style="", fontcolor="#888888"];')
+        out.append(f'  subgraph layer{i} {{ rank=same; "layer {i}"; ' +
                    " ".join(f'"{m}";' for m in mods) + " }")
+        if i > 0:
+            out.append(f'  "layer {i}" -> "layer {i - 1}" [style=invis];')
     for module in sorted(graph):
         for target in sorted({e[0] for e in graph[module]}):
             if target != module and target in graph:

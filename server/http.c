@@ -18,6 +18,7 @@
 /* The h2o handler of one registered path: the rows that share it, in table order. */
 typedef struct dispatch {
     h2o_handler_t super;
+    enum route_port port; /* measured on the API port only */
     const route_t *rows[4];
     size_t nrows;
     char allow[4][32]; /* per row: its methods, for 405's Allow header */
@@ -36,9 +37,9 @@ static int row_matches(const route_t *row, h2o_iovec_t path, h2o_iovec_t *param)
     size_t len = h2o_path_len(row);
 
     switch (row->match) {
-    case MATCH_EXACT:
+    case MATCH_EXACT: /* "/" itself has no form with a trailing slash */
         return h2o_memis(path.base, path.len, row->label, len) ||
-               (path.len == len + 1 && memcmp(path.base, row->label, len) == 0 &&
+               (len > 1 && path.len == len + 1 && memcmp(path.base, row->label, len) == 0 &&
                 path.base[len] == '/');
     case MATCH_PARAM:
         if (path.len <= len + 1 || path.base[len] != '/' ||
@@ -78,7 +79,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         i++;
     const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
     notesd_req_t *r =
-        request_begin(req, (uint8_t)row->id, row->port == PORT_API ? &this_loop->stats : NULL);
+        request_begin(req, (uint8_t)row->id, d->port == PORT_API ? &this_loop->stats : NULL);
     r->param = param;
     if (row->match == MATCH_NONE) {
         respond_error(r, 404, "not found");
@@ -108,6 +109,7 @@ static void register_path(h2o_hostconf_t *host, enum route_port port, const char
     h2o_pathconf_t *pathconf = h2o_config_register_path(host, copy, 0);
     dispatch_t *d = (dispatch_t *)h2o_create_handler(pathconf, sizeof(*d));
     d->super.on_req = on_req;
+    d->port = port;
     for (size_t i = 0; i < ROUTE__COUNT; i++) {
         const route_t *row = &routes[i];
         if (row->port != port || row->match == MATCH_NONE || h2o_path_len(row) != len ||

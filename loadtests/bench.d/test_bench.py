@@ -39,8 +39,8 @@ def load_bench():
 
 
 def notesd_statements():
-    """name -> SQL text of server/routes_notes.c's statement table."""
-    with open(os.path.join(REPO, "server", "routes_notes.c")) as f:
+    """name -> SQL text of server/statements.c."""
+    with open(os.path.join(REPO, "server", "statements.c")) as f:
         src = f.read()
     out = {}
     for m in re.finditer(r'\[[A-Z_]+\]\s*=\s*\{"(\w+)",\s*((?:"[^"]*"\s*)+),', src):

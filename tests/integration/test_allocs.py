@@ -49,11 +49,14 @@ class OneAllocationPerRequestTest(unittest.TestCase):
         print(f"{path}: {per[0]:.3f} h2o_mem_alloc_shared and {per[1]:.3f} malloc calls per request")
         return per
 
+    # h2o itself makes an occasional shared allocation (a connection's buffer
+    # linked to a request's pool), so the average may exceed 1 by a few per
+    # thousand; a second allocation per request would make it 2.
     def test_json_makes_one_shared_allocation_per_request(self):
-        self.assertEqual(self.per_request("/json")[0], 1.0)
+        self.assertAlmostEqual(self.per_request("/json")[0], 1.0, delta=0.01)
 
     def test_get_note_makes_one_shared_allocation_per_request(self):
-        self.assertEqual(self.per_request("/notes/1")[0], 1.0)
+        self.assertAlmostEqual(self.per_request("/notes/1")[0], 1.0, delta=0.01)
 
 
 if __name__ == "__main__":

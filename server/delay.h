@@ -4,7 +4,8 @@
  *
  * Owns a min-heap of pending answers and one timerfd on the loop, armed for the
  * earliest deadline (CLOCK_MONOTONIC, nanoseconds), so delays of any length are
- * precise to the loop's wake-up, and nothing ever sleeps.
+ * precise to the loop's wake-up, and nothing ever sleeps. The handler,
+ * delay_get, is a row of the route table (routes.h).
  */
 #ifndef NOTESD_DELAY_H
 #define NOTESD_DELAY_H
@@ -14,8 +15,6 @@
 /* Longest delay and most pending /delay requests; beyond them: 400 and 503. */
 #define DELAY_MAX_MS 60000
 #define DELAY_MAX_PENDING 65536
-
-void delay_register(h2o_hostconf_t *host);
 
 /* Opens the timerfd; call once the loop exists. */
 void delay_start(h2o_loop_t *loop);

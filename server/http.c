@@ -1,6 +1,7 @@
 /*
- * http.c - h2o set-up: hosts, routes, listeners, one context per loop (see http.h).
+ * http.c - h2o set-up: hosts, route dispatch, listeners, one context per loop (see http.h).
  */
+#include <assert.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -11,18 +12,140 @@
 #include "config.h"
 #include "http.h"
 #include "log.h"
-#include "metrics.h"
+#include "respond.h"
+#include "routes.h"
 
-notesd_server_t server;
-__thread notesd_loop_t *this_loop;
+/* The h2o handler of one registered path: the rows that share it, in table order. */
+typedef struct dispatch {
+    h2o_handler_t super;
+    enum route_port port; /* measured on the API port only */
+    const route_t *rows[4];
+    size_t nrows;
+    char allow[4][32]; /* per row: its methods, for 405's Allow header */
+} dispatch_t;
 
-h2o_pathconf_t *http_register(h2o_hostconf_t *host, const char *path,
-                              int (*on_req)(h2o_handler_t *, h2o_req_t *))
+/* The h2o path of a row: its template up to "/:" ("/notes/:id" -> "/notes"). */
+static size_t h2o_path_len(const route_t *row)
 {
-    h2o_pathconf_t *pathconf = h2o_config_register_path(host, path, 0);
-    h2o_handler_t *handler = h2o_create_handler(pathconf, sizeof(*handler));
-    handler->on_req = on_req;
-    return pathconf;
+    const char *param = strstr(row->label, "/:");
+    return param != NULL ? (size_t)(param - row->label) : strlen(row->label);
+}
+
+/* 1 if the normalized path is the row's; sets r's param for MATCH_PARAM. */
+static int row_matches(const route_t *row, h2o_iovec_t path, h2o_iovec_t *param)
+{
+    size_t len = h2o_path_len(row);
+
+    switch (row->match) {
+    case MATCH_EXACT: /* "/" itself has no form with a trailing slash */
+        return h2o_memis(path.base, path.len, row->label, len) ||
+               (len > 1 && path.len == len + 1 && memcmp(path.base, row->label, len) == 0 &&
+                path.base[len] == '/');
+    case MATCH_PARAM:
+        if (path.len <= len + 1 || path.base[len] != '/' ||
+            memchr(path.base + len + 1, '/', path.len - len - 1) != NULL)
+            return 0;
+        *param = h2o_iovec_init(path.base + len + 1, path.len - len - 1);
+        return 1;
+    case MATCH_PREFIX:
+        return 1; /* h2o matched the prefix already */
+    case MATCH_NONE:
+        break;
+    }
+    return 0;
+}
+
+static route_handler_t handler_for(const route_t *row, h2o_req_t *req)
+{
+    route_handler_t h = NULL;
+    if (req_is_get(req))
+        h = row->get;
+    else if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST")))
+        h = row->post;
+    else if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("PUT")))
+        h = row->put;
+    return h != NULL ? h : row->any;
+}
+
+/* Every request starts here: find the row, create the request's context (the
+ * one allocation of request state), check the method, call the handler. */
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    dispatch_t *d = (dispatch_t *)self;
+    h2o_iovec_t param = {NULL, 0};
+    size_t i = 0;
+
+    while (i < d->nrows && !row_matches(d->rows[i], req->path_normalized, &param))
+        i++;
+    const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
+    notesd_req_t *r =
+        request_begin(req, (uint8_t)row->id, d->port == PORT_API ? &this_loop->stats : NULL);
+    r->param = param;
+    if (row->match == MATCH_NONE) {
+        respond_error(r, 404, "not found");
+        return 0;
+    }
+    route_handler_t handler = handler_for(row, req);
+    if (handler == NULL) {
+        respond_method_not_allowed(r, d->allow[i]);
+        return 0;
+    }
+    return handler(r);
+}
+
+/* "GET, HEAD", then ", POST" and ", PUT" where the row has them. */
+static void format_allow(const route_t *row, char *out, size_t len)
+{
+    snprintf(out, len, "%s%s%s", row->get != NULL ? "GET, HEAD" : "",
+             row->post != NULL ? (row->get != NULL ? ", POST" : "POST") : "",
+             row->put != NULL ? (row->get != NULL || row->post != NULL ? ", PUT" : "PUT") : "");
+}
+
+/* Registers the rows of one port whose h2o path is `path` (length `len`). */
+static void register_path(h2o_hostconf_t *host, enum route_port port, const char *path, size_t len)
+{
+    char copy[64]; /* h2o copies the path it is given */
+    snprintf(copy, sizeof(copy), "%.*s", (int)len, path);
+    h2o_pathconf_t *pathconf = h2o_config_register_path(host, copy, 0);
+    dispatch_t *d = (dispatch_t *)h2o_create_handler(pathconf, sizeof(*d));
+    d->super.on_req = on_req;
+    d->port = port;
+    for (size_t i = 0; i < ROUTE__COUNT; i++) {
+        const route_t *row = &routes[i];
+        if (row->port != port || row->match == MATCH_NONE || h2o_path_len(row) != len ||
+            memcmp(row->label, path, len) != 0)
+            continue;
+        assert(d->nrows < sizeof(d->rows) / sizeof(d->rows[0]));
+        format_allow(row, d->allow[d->nrows], sizeof(d->allow[0]));
+        d->rows[d->nrows++] = row;
+    }
+    /* Set-up hooks run after the dispatcher was created, so what they add to
+     * the path (h2o's file handler) comes after it. */
+    for (size_t i = 0; i < d->nrows; i++)
+        if (d->rows[i]->setup != NULL)
+            d->rows[i]->setup(pathconf);
+}
+
+/* Registers every distinct h2o path of a port once, longest first: h2o takes
+ * the first registered path that is a prefix of the request's, so "/" comes last. */
+static void register_port(h2o_hostconf_t *host, enum route_port port)
+{
+    int done[ROUTE__COUNT] = {0};
+    for (;;) {
+        size_t best = ROUTE__COUNT;
+        for (size_t i = 0; i < ROUTE__COUNT; i++)
+            if (!done[i] && routes[i].port == port && routes[i].match != MATCH_NONE &&
+                (best == ROUTE__COUNT || h2o_path_len(&routes[i]) > h2o_path_len(&routes[best])))
+                best = i;
+        if (best == ROUTE__COUNT)
+            return;
+        size_t len = h2o_path_len(&routes[best]);
+        for (size_t i = 0; i < ROUTE__COUNT; i++)
+            if (routes[i].port == port && h2o_path_len(&routes[i]) == len &&
+                memcmp(routes[i].label, routes[best].label, len) == 0)
+                done[i] = 1;
+        register_path(host, port, routes[best].label, len);
+    }
 }
 
 void http_configure(void)
@@ -38,22 +161,18 @@ void http_configure(void)
     /* h2o 2.2.5's only HTTP/1 timeout: receiving a request, and idling between requests. */
     server.conf.http1.req_timeout = (uint64_t)config.client_timeout_ms;
 
-    h2o_hostconf_t *api =
+    server.api_hosts[0] =
         h2o_config_register_host(&server.conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-    routes_notes_register(api);
-    routes_misc_register(api);
-    server.api_hosts[0] = api;
-
-    h2o_hostconf_t *metrics =
+    register_port(server.api_hosts[0], PORT_API);
+    server.metrics_hosts[0] =
         h2o_config_register_host(&server.conf, h2o_iovec_init(H2O_STRLIT("metrics")), 65535);
-    metrics_register_routes(metrics);
-    server.metrics_hosts[0] = metrics;
+    register_port(server.metrics_hosts[0], PORT_METRICS);
 }
 
 static void on_connection_closed(void *data)
 {
     notesd_loop_t *loop = data;
-    STAT_SUB(loop->open_connections, 1);
+    STAT_SUB(loop->stats.open_connections, 1);
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err)
@@ -65,7 +184,7 @@ static void on_accept(h2o_socket_t *listener, const char *err)
         return;
     /* Accept everything that is waiting, so a burst costs one wake-up. */
     while ((sock = h2o_evloop_socket_accept(listener)) != NULL) {
-        STAT_ADD(this_loop->open_connections, 1);
+        STAT_ADD(this_loop->stats.open_connections, 1);
         sock->on_close.cb = on_connection_closed;
         sock->on_close.data = this_loop;
         h2o_accept(accept_ctx, sock);

@@ -5,36 +5,15 @@
  * re-armed for `interval` after each tick as setInterval re-arms. An h2o
  * timeout would do too, but it fires against the loop's cached millisecond
  * clock, which adds up to 1 ms of lateness that is not the loop's.
- *
- * Each loop keeps at most LAG_WINDOW_MAX samples (about 7 minutes at 100 ms);
- * if scrapes stop for longer, the newest are kept, so memory stays fixed. The
- * window is the one thing here that two threads change (the loop adds, the
- * scrape empties), so it has a mutex; ten ticks a second make that free.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
-#include "http.h"
 #include "lag.h"
 
-#define LAG_WINDOW_MAX 4096
-
-typedef struct lag_probe {
-    h2o_socket_t *sock; /* watches the timerfd */
-    uint64_t last_ns, interval_ns;
-    histogram_t histogram;
-    pthread_mutex_t lock; /* guards window, window_len, window_next */
-    double window[LAG_WINDOW_MAX];
-    size_t window_len, window_next;
-} lag_probe_t;
-
-static lag_probe_t *probes[NOTESD_MAX_LOOPS];
-static __thread lag_probe_t *probe;
-
-static void arm(void)
+static void arm(lag_probe_t *probe)
 {
     struct itimerspec its = {
         {0, 0},
@@ -44,7 +23,8 @@ static void arm(void)
 
 static void on_tick(h2o_socket_t *sock, const char *err)
 {
-    uint64_t expirations, now = metrics_now_ns();
+    lag_probe_t *probe = sock->data;
+    uint64_t expirations, now = stats_now_ns();
     uint64_t due = probe->last_ns + probe->interval_ns;
     double late = now > due ? (double)(now - due) / 1e9 : 0;
 
@@ -59,41 +39,45 @@ static void on_tick(h2o_socket_t *sock, const char *err)
         probe->window_len++;
     pthread_mutex_unlock(&probe->lock);
     /* Re-armed from here, like setInterval: the next period starts now. */
-    arm();
+    arm(probe);
 }
 
-void lag_start(h2o_loop_t *loop, int interval_ms, int index)
+void lag_init(lag_probe_t *probe, int interval_ms)
 {
-    probe = calloc(1, sizeof(*probe));
-    if (probe == NULL)
-        abort();
-    histogram_init(&probe->histogram, metrics_fine_bounds, metrics_fine_nbounds);
+    memset(probe, 0, sizeof(*probe));
+    histogram_init(&probe->histogram, stats_fine_bounds, stats_fine_nbounds);
     pthread_mutex_init(&probe->lock, NULL);
     probe->interval_ns = (uint64_t)interval_ms * 1000000;
+}
+
+void lag_start(lag_probe_t *probe, h2o_loop_t *loop)
+{
     int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (fd < 0) {
         perror("notesd: timerfd_create");
         exit(1);
     }
     probe->sock = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+    probe->sock->data = probe;
     h2o_socket_read_start(probe->sock, on_tick);
-    probe->last_ns = metrics_now_ns();
-    arm();
-    probes[index] = probe;
+    probe->last_ns = stats_now_ns();
+    arm(probe);
 }
 
-void lag_stop(void)
+void lag_stop(lag_probe_t *probe)
 {
     h2o_socket_read_stop(probe->sock);
     h2o_socket_close(probe->sock);
     probe->sock = NULL;
 }
 
-void lag_accumulate_histograms(histogram_t *dst)
+void lag_drain(lag_probe_t *probe, double *samples, size_t *n, size_t cap)
 {
-    for (int i = 0; i < server.nloops; i++)
-        if (probes[i] != NULL)
-            histogram_accumulate(dst, &probes[i]->histogram);
+    pthread_mutex_lock(&probe->lock);
+    for (size_t k = 0; k < probe->window_len && *n < cap; k++)
+        samples[(*n)++] = probe->window[k]; /* order does not matter: we sort */
+    probe->window_len = probe->window_next = 0;
+    pthread_mutex_unlock(&probe->lock);
 }
 
 static int compare_double(const void *a, const void *b)
@@ -111,23 +95,9 @@ static double percentile(const double *sorted, size_t n, double p)
     return sorted[(rank > n ? n : rank) - 1];
 }
 
-void lag_take_window(lag_window_t *out)
+void lag_summarise(double *samples, size_t n, lag_window_t *out)
 {
-    /* Only the thread that renders /metrics calls this. */
-    static double samples[LAG_WINDOW_MAX];
-    size_t n = 0;
-
     memset(out, 0, sizeof(*out));
-    for (int i = 0; i < server.nloops; i++) {
-        lag_probe_t *p = probes[i];
-        if (p == NULL)
-            continue;
-        pthread_mutex_lock(&p->lock);
-        for (size_t k = 0; k < p->window_len && n < LAG_WINDOW_MAX; k++)
-            samples[n++] = p->window[k]; /* order does not matter: we sort */
-        p->window_len = p->window_next = 0;
-        pthread_mutex_unlock(&p->lock);
-    }
     out->n = n;
     if (n == 0)
         return;

@@ -5,27 +5,48 @@
  * it fired: max(0, now - last - interval), with CLOCK_MONOTONIC rather than the
  * loop's cached millisecond clock, on a timerfd rather than an h2o timeout.
  * Samples go into a cumulative histogram and into a window that the metrics
- * scrape reads and resets; with several loops, both are merged across loops.
+ * page drains on each scrape; it merges every loop's probe itself.
  */
 #ifndef NOTESD_LAG_H
 #define NOTESD_LAG_H
 
+#include <pthread.h>
 #include <h2o.h>
-#include "metrics.h"
+#include "stats.h"
+
+/* Samples one probe keeps between scrapes (about 7 minutes at 100 ms); if
+ * scrapes stop for longer, the newest are kept, so memory stays fixed. */
+#define LAG_WINDOW_MAX 4096
+
+/* One loop's probe. Allocated and initialised with the loop, in main, before any
+ * thread starts (lag_init); the loop's thread then ticks it, the metrics page
+ * reads it. The window is the one thing two threads change, so it has a mutex;
+ * ten ticks a second make that free. */
+typedef struct lag_probe {
+    h2o_socket_t *sock; /* watches the timerfd; NULL until lag_start */
+    uint64_t last_ns, interval_ns;
+    histogram_t histogram;
+    pthread_mutex_t lock; /* guards window, window_len, window_next */
+    double window[LAG_WINDOW_MAX];
+    size_t window_len, window_next;
+} lag_probe_t;
 
 typedef struct lag_window {
     uint64_t n;                           /* samples since the previous scrape */
     double min, max, mean, p50, p90, p99; /* seconds; 0 when n == 0 */
 } lag_window_t;
 
-/* On the loop's own thread, once. */
-void lag_start(h2o_loop_t *loop, int interval_ms, int index);
-void lag_stop(void);
+/* In main, before the loop's thread exists. */
+void lag_init(lag_probe_t *probe, int interval_ms);
+/* On the loop's own thread, once its event loop exists. */
+void lag_start(lag_probe_t *probe, h2o_loop_t *loop);
+void lag_stop(lag_probe_t *probe);
 
-/* Summarises every loop's samples since the previous call, and starts new windows. */
-void lag_take_window(lag_window_t *out);
+/* Moves the probe's window into samples[*n ..] (at most `cap` in all) and
+ * starts a new window. */
+void lag_drain(lag_probe_t *probe, double *samples, size_t *n, size_t cap);
 
-/* Adds every loop's cumulative histogram into `dst`. */
-void lag_accumulate_histograms(histogram_t *dst);
+/* Summarises samples (sorts them in place). */
+void lag_summarise(double *samples, size_t n, lag_window_t *out);
 
 #endif

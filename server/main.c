@@ -1,8 +1,9 @@
 /*
  * main.c - start-up order, threads, signals, the run loop and shutdown.
  *
- * Order: settings, then the pool slices (which check DB_URL), then h2o
- * configuration and the listening sockets, then one thread per extra loop,
+ * Order: settings, then every loop's memory (loops_init) and pool slice (which
+ * checks DB_URL), then h2o configuration and the listening sockets, then one
+ * thread per extra loop,
  * then loop 0 on this thread with the lag probe, the metrics port and the
  * signals, then one line saying where we listen.
  *
@@ -27,10 +28,21 @@
 #include "http.h"
 #include "lag.h"
 #include "log.h"
-#include "metrics.h"
+#include "loop.h"
+#include "statements.h"
 
 static h2o_socket_t *signals; /* loop 0 only */
 static int shutdown_requested;
+
+/* The signals that stop the server: blocked in every thread, read by loop 0's signalfd. */
+static sigset_t stop_signals(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    return set;
+}
 
 /* Prints the database target without its password. */
 static void describe_db(char *out, size_t len)
@@ -58,13 +70,12 @@ static void describe_db(char *out, size_t len)
 static void on_drain_check(h2o_timeout_entry_t *entry)
 {
     notesd_loop_t *loop = H2O_STRUCT_FROM_MEMBER(notesd_loop_t, drain_entry, entry);
-    int drained = metrics_requests_in_flight() == 0 && pool_is_empty(&loop->pool);
+    int drained = loop->stats.in_flight == 0 && pool_is_empty(&loop->pool);
 
-    if (drained || metrics_now_ns() >= loop->drain_deadline_ns) {
+    if (drained || stats_now_ns() >= loop->drain_deadline_ns) {
         if (!drained)
             log_warn("shutdown: loop %d: %lld request(s) still in flight after %d ms; exiting",
-                     loop->index, (long long)metrics_requests_in_flight(),
-                     config.shutdown_timeout_ms);
+                     loop->index, (long long)loop->stats.in_flight, config.shutdown_timeout_ms);
         loop->state = LOOP_STOPPED;
         return;
     }
@@ -79,7 +90,7 @@ static void begin_shutdown(notesd_loop_t *loop)
     /* The next response on each keep-alive connection says Connection: close. */
     h2o_context_request_shutdown(&loop->ctx);
     pool_shutdown(&loop->pool);
-    loop->drain_deadline_ns = metrics_now_ns() + (uint64_t)config.shutdown_timeout_ms * 1000000;
+    loop->drain_deadline_ns = stats_now_ns() + (uint64_t)config.shutdown_timeout_ms * 1000000;
     h2o_timeout_link(loop->ctx.loop, &loop->drain_timeout, &loop->drain_entry);
 }
 
@@ -114,10 +125,7 @@ static void on_signal(h2o_socket_t *sock, const char *err)
 
 static h2o_socket_t *watch_signals(h2o_loop_t *loop)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
+    sigset_t set = stop_signals();
     int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     if (fd < 0) {
         perror("notesd: signalfd");
@@ -135,9 +143,8 @@ static void start_loop(notesd_loop_t *loop)
 {
     http_start_loop(loop);
     h2o_loop_t *evloop = loop->ctx.loop;
-    metrics_loop_init(loop->index);
     pool_start(&loop->pool, evloop);
-    lag_start(evloop, config.lag_interval_ms, loop->index);
+    lag_start(&loop->lag, evloop);
     delay_start(evloop);
     h2o_timeout_init(evloop, &loop->drain_timeout, 20);
     loop->drain_entry.cb = on_drain_check;
@@ -156,11 +163,11 @@ static void run_loop(notesd_loop_t *loop)
  * otherwise (connections still open after the deadline) the exit frees it. */
 static void finish_loop(notesd_loop_t *loop)
 {
-    if (loop->open_connections > 0 || !pool_is_empty(&loop->pool))
+    if (loop->stats.open_connections > 0 || !pool_is_empty(&loop->pool))
         return;
     h2o_socket_read_stop(loop->wakeup);
     h2o_socket_close(loop->wakeup);
-    lag_stop();
+    lag_stop(&loop->lag);
     delay_stop();
     h2o_timeout_dispose(loop->ctx.loop, &loop->drain_timeout);
     pool_dispose(&loop->pool);
@@ -194,15 +201,13 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     /* Everything that can be wrong with the settings is found before any listener opens. */
-    server.nloops = config.threads;
-    server.loops = calloc((size_t)server.nloops, sizeof(*server.loops));
-    if (server.loops == NULL)
-        abort();
+    /* Every loop's memory exists before any thread starts, so no thread
+     * publishes a pointer that another one reads. */
+    loops_init(config.threads, config.lag_interval_ms);
     for (int i = 0; i < server.nloops; i++) {
         notesd_loop_t *loop = &server.loops[i];
-        loop->index = i;
-        if (pool_configure(&loop->pool, config.db_url, notes_statement_table, notes_num_statements,
-                           err, sizeof(err)) != 0) {
+        if (pool_configure(&loop->pool, config.db_url, statements, STMT__COUNT, err, sizeof(err)) !=
+            0) {
             fprintf(stderr, "notesd: %s\n", err);
             return 2;
         }
@@ -214,10 +219,7 @@ int main(int argc, char **argv)
         return 1;
 
     /* Block the signals before any thread starts, so only loop 0's signalfd sees them. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
+    sigset_t set = stop_signals();
     sigprocmask(SIG_BLOCK, &set, NULL);
 
     for (int i = 0; i < server.nloops; i++) {

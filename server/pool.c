@@ -185,7 +185,7 @@ static void conn_run(pool_conn_t *conn, pool_query_t *q)
 {
     pool_t *pool = conn->pool;
     const pool_statement_t *st = &pool->statements[q->statement];
-    uint64_t now = metrics_now_ns();
+    uint64_t now = stats_now_ns();
 
     histogram_observe(&pool->stats.acquire, (now - q->enqueued_ns) / 1e9);
     pool_conn_set_state(conn, POOL_CONN_BUSY);
@@ -245,7 +245,7 @@ static void grow(pool_t *pool)
     if (pool->shutting_down)
         return; /* a drain opens no connection */
     while (pool->connecting.len < pool->waiting.len && total(pool) < (size_t)pool->max) {
-        if (metrics_now_ns() < pool->down_until_ns) {
+        if (stats_now_ns() < pool->down_until_ns) {
             if (!h2o_timeout_is_linked(&pool->retry_entry))
                 h2o_timeout_link(pool->loop, &pool->retry_timeout, &pool->retry_entry);
             return;
@@ -280,7 +280,7 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
          * started before it and say nothing new about the database. */
         if (round == pool->backoff_round) {
             pool->backoff_round++;
-            pool->down_until_ns = metrics_now_ns() + pool->backoff_ms * 1000000;
+            pool->down_until_ns = stats_now_ns() + pool->backoff_ms * 1000000;
             pool->backoff_ms = pool->backoff_ms * 2 > 1000 ? 1000 : pool->backoff_ms * 2;
         }
         if (total(pool) == 0)
@@ -325,7 +325,7 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
     pool_t *pool = conn->pool;
     pool_query_t *q = conn->query;
 
-    uint64_t took = metrics_now_ns() - conn->sent_ns;
+    uint64_t took = stats_now_ns() - conn->sent_ns;
     h2o_timeout_unlink(&conn->query_entry);
     histogram_observe(&pool->stats.query[conn->statement], (double)took / 1e9);
     conn->query = NULL;
@@ -571,9 +571,9 @@ int pool_configure(pool_t *pool, const char *db_url, const pool_statement_t *sta
     list_init(&pool->idle);
     list_init(&pool->busy);
     list_init(&pool->waiting);
-    histogram_init(&pool->stats.acquire, metrics_fine_bounds, metrics_fine_nbounds);
+    histogram_init(&pool->stats.acquire, stats_fine_bounds, stats_fine_nbounds);
     for (size_t i = 0; i < nstatements; i++)
-        histogram_init(&pool->stats.query[i], metrics_fine_bounds, metrics_fine_nbounds);
+        histogram_init(&pool->stats.query[i], stats_fine_bounds, stats_fine_nbounds);
     return 0;
 }
 
@@ -599,7 +599,7 @@ enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
     q->pool = pool;
     q->conn = NULL;
     q->duration_ns = 0;
-    q->enqueued_ns = metrics_now_ns();
+    q->enqueued_ns = stats_now_ns();
 
     if (pool->shutting_down) {
         /* Draining: nothing new runs, and nothing new is opened for it. */
@@ -615,8 +615,7 @@ enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
         return POOL_ADMITTED;
     }
     /* No live connection and the last connect failed recently: answer now. */
-    if (pool->busy.len == 0 && pool->connecting.len == 0 &&
-        metrics_now_ns() < pool->down_until_ns) {
+    if (pool->busy.len == 0 && pool->connecting.len == 0 && stats_now_ns() < pool->down_until_ns) {
         STAT_ADD(pool->stats.rejected, 1);
         return POOL_DOWN;
     }

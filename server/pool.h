@@ -19,9 +19,8 @@
 
 #include <h2o.h>
 #include <libpq-fe.h>
-#include "metrics.h"
-
-#define NOTESD_MUSTCHECK __attribute__((warn_unused_result))
+#include "compiler.h"
+#include "stats.h"
 
 /* A statement the pool can run; `name` is also the metrics label. */
 typedef struct pool_statement {

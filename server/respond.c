@@ -2,7 +2,6 @@
  * respond.c - response helpers (see respond.h).
  */
 #include <string.h>
-#include "metrics.h"
 #include "render.h"
 #include "respond.h"
 
@@ -40,8 +39,9 @@ int req_is_get(h2o_req_t *req)
            h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
 }
 
-void respond(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len)
+void respond(notesd_req_t *r, int status, const char *content_type, const char *body, size_t len)
 {
+    h2o_req_t *req = r->req;
     static h2o_generator_t generator = {NULL, NULL};
     h2o_iovec_t buf = h2o_iovec_init(body, len);
 
@@ -50,7 +50,7 @@ void respond(h2o_req_t *req, int status, const char *content_type, const char *b
     req->res.content_length = len;
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type,
                    strlen(content_type));
-    metrics_add_server_timing(req);
+    request_add_server_timing(r);
     h2o_start_response(req, &generator);
     /* h2o 2.2.5 does not strip the body of a HEAD response itself. */
     if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD")))
@@ -59,8 +59,9 @@ void respond(h2o_req_t *req, int status, const char *content_type, const char *b
         h2o_send(req, &buf, 1, H2O_SEND_STATE_FINAL);
 }
 
-void respond_error(h2o_req_t *req, int status, const char *message)
+void respond_error(notesd_req_t *r, int status, const char *message)
 {
+    h2o_req_t *req = r->req;
     size_t len = strlen(message);
     char *body =
         h2o_mem_alloc_pool(&req->pool, sizeof("{\"error\":}") + RENDER_JSON_STRING_BOUND(len));
@@ -69,22 +70,24 @@ void respond_error(h2o_req_t *req, int status, const char *message)
     memcpy(p, "{\"error\":", 9), p += 9;
     p = render_json_string(p, message, len);
     *p++ = '}';
-    respond(req, status, CT_JSON, body, (size_t)(p - body));
+    respond(r, status, CT_JSON, body, (size_t)(p - body));
 }
 
-void respond_method_not_allowed(h2o_req_t *req, const char *allow)
+void respond_method_not_allowed(notesd_req_t *r, const char *allow)
 {
-    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, allow, strlen(allow));
-    respond_error(req, 405, "method not allowed");
+    h2o_add_header(&r->req->pool, &r->req->res.headers, H2O_TOKEN_ALLOW, NULL, allow,
+                   strlen(allow));
+    respond_error(r, 405, "method not allowed");
 }
 
-void respond_unavailable(h2o_req_t *req, const char *message)
+void respond_unavailable(notesd_req_t *r, const char *message)
 {
-    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
-    respond_error(req, 503, message);
+    h2o_add_header(&r->req->pool, &r->req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL,
+                   H2O_STRLIT("1"));
+    respond_error(r, 503, message);
 }
 
-void respond_not_found_text(h2o_req_t *req)
+void respond_not_found_text(notesd_req_t *r)
 {
-    respond(req, 404, CT_TEXT, "Not Found", 9);
+    respond(r, 404, CT_TEXT, "Not Found", 9);
 }

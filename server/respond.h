@@ -3,31 +3,33 @@
  *
  * Every response sets Content-Length (h2o would otherwise use chunked
  * encoding) and sends no body for HEAD. Bodies must live in req->pool or be
- * static: h2o writes them after the handler has returned.
+ * static: h2o writes them after the handler has returned. Each takes the
+ * request's context, which adds Server-Timing to a measured response.
  */
 #ifndef NOTESD_RESPOND_H
 #define NOTESD_RESPOND_H
 
 #include <h2o.h>
+#include "request.h"
 
 /* Express's Content-Type for res.json() and for res.send() of a string. */
 #define CT_JSON "application/json; charset=utf-8"
 #define CT_HTML "text/html; charset=utf-8"
 #define CT_TEXT "text/plain; charset=utf-8"
 
-void respond(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len);
+void respond(notesd_req_t *r, int status, const char *content_type, const char *body, size_t len);
 
 /* {"error":"<message>"}; `message` is escaped, so any text is safe. */
-void respond_error(h2o_req_t *req, int status, const char *message);
+void respond_error(notesd_req_t *r, int status, const char *message);
 
 /* 405 with an Allow header listing `allow`, e.g. "GET, HEAD". */
-void respond_method_not_allowed(h2o_req_t *req, const char *allow);
+void respond_method_not_allowed(notesd_req_t *r, const char *allow);
 
 /* 503 with Retry-After: 1. */
-void respond_unavailable(h2o_req_t *req, const char *message);
+void respond_unavailable(notesd_req_t *r, const char *message);
 
 /* Express's sendStatus(404): text/plain "Not Found". */
-void respond_not_found_text(h2o_req_t *req);
+void respond_not_found_text(notesd_req_t *r);
 
 /* 1 for GET and HEAD. */
 int req_is_get(h2o_req_t *req);

@@ -110,42 +110,71 @@ int validate_utf8(const char *str, size_t len)
     return 1;
 }
 
-int validate_tag_query(const char *query, size_t len, char *out, size_t *out_len, const char **err)
+int validate_query_param(const char *query, size_t len, const char *name, const char **value,
+                         size_t *value_len)
 {
+    size_t name_len = strlen(name), pos = 0;
     int found = 0;
-    size_t pos = 0;
 
-    while (pos <= len) {
+    while (pos <= len && found < 2) {
         const char *part = query + pos;
         const char *amp = memchr(part, '&', len - pos);
         size_t part_len = amp != NULL ? (size_t)(amp - part) : len - pos;
         const char *eq = memchr(part, '=', part_len);
         size_t key_len = eq != NULL ? (size_t)(eq - part) : part_len;
-        char key[3 * 3]; /* "tag" with each letter %-encoded at most */
+        char key[64]; /* each letter of `name` %-encoded at most */
 
-        /* Only keys that decode to exactly "tag" matter; longer raw keys cannot. */
-        if (key_len >= 3 && key_len <= 3 * 3 && decode_component(part, key_len, key) == 3 &&
-            memcmp(key, "tag", 3) == 0) {
-            if (found) {
-                *err = "query parameter 'tag' is given more than once";
-                return -1;
+        /* Only keys that can decode to `name` are decoded. */
+        if (key_len >= name_len && key_len <= 3 * name_len && key_len <= sizeof(key) &&
+            decode_component(part, key_len, key) == name_len && memcmp(key, name, name_len) == 0) {
+            if (found++ == 0) {
+                *value = eq != NULL ? eq + 1 : NULL;
+                *value_len = eq != NULL ? part_len - key_len - 1 : 0;
             }
-            found = 1;
-            if (eq != NULL) {
-                *out_len = decode_component(eq + 1, part_len - key_len - 1, out);
-            } else {
-                *out_len = 0;
-            }
-            out[*out_len] = '\0';
         }
         if (amp == NULL)
             break;
         pos += part_len + 1;
     }
-    if (!found) {
+    return found;
+}
+
+int validate_query_number(const char *query, size_t len, const char *name, long max, long *out)
+{
+    const char *v;
+    size_t vlen;
+    long n = 0;
+
+    if (validate_query_param(query, len, name, &v, &vlen) == 0 || v == NULL)
+        return 0;
+    if (vlen == 0)
+        return -1;
+    for (size_t i = 0; i < vlen; i++) {
+        if (v[i] < '0' || v[i] > '9' || n > (max - (v[i] - '0')) / 10)
+            return -1;
+        n = n * 10 + (v[i] - '0');
+    }
+    *out = n;
+    return 1;
+}
+
+int validate_tag_query(const char *query, size_t len, char *out, size_t *out_len, const char **err)
+{
+    const char *value;
+    size_t value_len;
+
+    switch (validate_query_param(query, len, "tag", &value, &value_len)) {
+    case 0:
         *err = "query parameter 'tag' is required";
         return -1;
+    case 1:
+        break;
+    default:
+        *err = "query parameter 'tag' is given more than once";
+        return -1;
     }
+    *out_len = value != NULL ? decode_component(value, value_len, out) : 0;
+    out[*out_len] = '\0';
     if (!validate_utf8(out, *out_len)) {
         *err = "query parameter 'tag' must be UTF-8 text without NUL bytes";
         return -1;

@@ -11,14 +11,27 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-#define NOTESD_MUSTCHECK __attribute__((warn_unused_result))
+#include "compiler.h"
 
 /* Parses a note id: ASCII digits only (no sign, space, hex or empty), value in
  * 1..9223372036854775807 (a positive PostgreSQL bigint). Leading zeros are
  * accepted, since PostgreSQL reads "007" as 7; `canon` receives the canonical
  * decimal text, NUL-terminated (at most 20 bytes + NUL). */
 NOTESD_MUSTCHECK int validate_note_id(const char *s, size_t len, char canon[21], const char **err);
+
+/* The one query-string parser. Finds parameter `name` in a raw query string
+ * (the part after '?'), comparing keys after decoding them as Node's
+ * querystring does. Returns how often it occurs: 0, 1, or 2 for "more than
+ * once". *value and *value_len get the first occurrence's raw value, still
+ * encoded; *value is NULL when that occurrence has no '='. */
+int validate_query_param(const char *query, size_t len, const char *name, const char **value,
+                         size_t *value_len);
+
+/* Reads parameter `name` as a whole number in 0..max (ASCII digits only, not
+ * empty). Returns 1 and sets *out when it is there, 0 when it is absent (or has
+ * no '='), -1 when it is anything else. */
+NOTESD_MUSTCHECK int validate_query_number(const char *query, size_t len, const char *name,
+                                           long max, long *out);
 
 /* Finds the `tag` parameter in a raw query string (the part after '?') and
  * decodes it as Node's querystring does: '+' is a space, valid %XX escapes

@@ -29,8 +29,8 @@ from loadlib.commands import bench_report as report  # noqa: E402
 
 
 def notesd_statements():
-    """name -> SQL text of server/routes_notes.c's statement table."""
-    with open(os.path.join(REPO, "server", "routes_notes.c")) as f:
+    """name -> SQL text of server/statements.c."""
+    with open(os.path.join(REPO, "server", "statements.c")) as f:
         src = f.read()
     out = {}
     for m in re.finditer(r'\[[A-Z_]+\]\s*=\s*\{"(\w+)",\s*((?:"[^"]*"\s*)+),', src):

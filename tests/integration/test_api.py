@@ -13,7 +13,7 @@ import time
 import unittest
 
 from notes_testlib import (TAGS, SEED_BODY, Notesd, count_rows, create_database, db_connect,
-                           expected_list, expected_note, js_json, main, request)
+                           expected_list, expected_note, js_json, main, raw_request, request)
 
 JSON_CT = "application/json; charset=utf-8"
 
@@ -214,6 +214,18 @@ class NotesApiTest(unittest.TestCase):
                 status, _, body = self.get(path)
                 self.assertEqual(status, 404, body)
                 self.assertNotIn(b"secret", body)
+
+    def test_static_answers_carry_server_timing_once(self):
+        # Regression: the 404 and 405 of /static used to carry the header twice.
+        for method, path, status in (("GET", "/static/app.min.js", 200),
+                                     ("GET", "/static/missing.js", 404),
+                                     ("POST", "/static/app.min.js", 405)):
+            with self.subTest(method=method, path=path):
+                raw = raw_request(self.port, f"{method} {path} HTTP/1.1\r\nHost: x\r\n"
+                                  "Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
+                head = raw.partition(b"\r\n\r\n")[0].lower()
+                self.assertTrue(head.startswith(f"http/1.1 {status}".encode()), head)
+                self.assertEqual(head.count(b"\r\nserver-timing:"), 1, head)
 
     def test_keep_alive_serves_many_requests_on_one_connection(self):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)

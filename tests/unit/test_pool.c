@@ -88,7 +88,7 @@ static int callbacks_at_least(void *arg)
 
 static int fast_fail_over(void *arg)
 {
-    return metrics_now_ns() >= ((pool_t *)arg)->down_until_ns;
+    return stats_now_ns() >= ((pool_t *)arg)->down_until_ns;
 }
 
 static int retry_timer_idle(void *arg)
@@ -342,7 +342,7 @@ static void refused_connect_makes_the_next_query_fail_fast(void)
     CHECK(wait_for_callbacks(loop, 1));
     CHECK_INT_EQ(first.err, POOL_ERR_UNAVAILABLE);
     CHECK_INT_EQ(pool.stats.connection_errors, 1);
-    CHECK(pool.down_until_ns > metrics_now_ns());
+    CHECK(pool.down_until_ns > stats_now_ns());
     CHECK_INT_EQ(pool.backoff_ms, 100);
 
     /* Right after the failure: answered at once, no connection attempt, no callback. */
@@ -377,7 +377,7 @@ static void concurrent_failures_double_the_backoff_once(void)
 
     reset_config();
     CHECK_INT_EQ(pool_open(&pool, loop, REFUSING_URL), 0);
-    uint64_t before = metrics_now_ns();
+    uint64_t before = stats_now_ns();
     for (int i = 0; i < 6; i++) {
         query_init(&t[i], 0);
         CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
@@ -387,7 +387,7 @@ static void concurrent_failures_double_the_backoff_once(void)
     CHECK_INT_EQ(pool.stats.connection_errors, 6);
     CHECK_INT_EQ(pool.backoff_ms, 100); /* 50 once doubled, not 50 * 2^6 */
     /* The fast-fail window is the first back-off, 50 ms, not a longer one. */
-    CHECK(pool.down_until_ns > before && pool.down_until_ns <= metrics_now_ns() + 50000000);
+    CHECK(pool.down_until_ns > before && pool.down_until_ns <= stats_now_ns() + 50000000);
     for (int i = 0; i < 6; i++)
         CHECK_INT_EQ(t[i].calls, 1);
     pool_finish(&pool, loop);

@@ -116,6 +116,38 @@ static void note_id_refuses_values_beyond_bigint(void)
     CHECK(err != NULL && strstr(err, "range") != NULL);
 }
 
+/* ---- validate_query_param and validate_query_number --------------------------------------- */
+
+static void query_param_finds_the_first_and_counts_repeats(void)
+{
+    const char *v;
+    size_t len;
+    CHECK_INT_EQ(validate_query_param("a=1&below=20&below=3", 20, "below", &v, &len), 2);
+    CHECK_MEM_EQ(v, len, "20");
+    CHECK_INT_EQ(validate_query_param("a=1", 3, "below", &v, &len), 0);
+    CHECK_INT_EQ(validate_query_param("jitter", 6, "jitter", &v, &len), 1);
+    CHECK(v == NULL);
+    /* keys are compared decoded, as Node's querystring reads them */
+    CHECK_INT_EQ(validate_query_param("t%61g=js", 8, "tag", &v, &len), 1);
+    CHECK_MEM_EQ(v, len, "js");
+    CHECK_INT_EQ(validate_query_param("tags=js&ta=x", 12, "tag", &v, &len), 0);
+}
+
+static void query_number_reads_whole_numbers_up_to_max(void)
+{
+    long n = -1;
+    CHECK_INT_EQ(validate_query_number("below=100", 9, "below", 1000, &n), 1);
+    CHECK_INT_EQ(n, 100);
+    CHECK_INT_EQ(validate_query_number("below=1000", 10, "below", 1000, &n), 1);
+    CHECK_INT_EQ(n, 1000);
+    CHECK_INT_EQ(validate_query_number("below=1001", 10, "below", 1000, &n), -1);
+    CHECK_INT_EQ(validate_query_number("below=", 6, "below", 1000, &n), -1);
+    CHECK_INT_EQ(validate_query_number("below=-1", 8, "below", 1000, &n), -1);
+    CHECK_INT_EQ(validate_query_number("below=99999999999999999999999", 29, "below", 1000, &n), -1);
+    CHECK_INT_EQ(validate_query_number("x=1", 3, "below", 1000, &n), 0);
+    CHECK_INT_EQ(validate_query_number("below", 5, "below", 1000, &n), 0);
+}
+
 /* ---- validate_tag_query ------------------------------------------------------------------ */
 
 #define TAG_OK(lit, want) tag_ok("" lit, sizeof(lit) - 1, "" want, sizeof(want) - 1, __LINE__)
@@ -575,5 +607,7 @@ int main(void)
     CHECK_RUN(note_body_decodes_escapes_to_utf8);
     CHECK_RUN(note_body_deep_nesting_does_not_crash);
     CHECK_RUN(note_body_null_pointer_is_empty);
+    CHECK_RUN(query_param_finds_the_first_and_counts_repeats);
+    CHECK_RUN(query_number_reads_whole_numbers_up_to_max);
     return check_summary();
 }

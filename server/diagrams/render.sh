@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Draws server/'s two diagrams with Graphviz's dot (Debian package graphviz):
+#   layers.dot / layers.svg        the module layers, generated from server/LAYERS
+#                                  and the real #include lines (tests/check_layers.py --dot)
+#   pool-states.svg                the pool's connection states, from pool-states.dot
+#
+#   server/diagrams/render.sh           rewrite layers.dot and both SVGs
+#   server/diagrams/render.sh --check   fail if the committed files are not what it would write
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+
+render() { # into directory $1
+  python3 "$repo/tests/check_layers.py" --root "$repo/server" --dot >"$1/layers.dot"
+  dot -Tsvg "$1/layers.dot" -o "$1/layers.svg"
+  dot -Tsvg "$here/pool-states.dot" -o "$1/pool-states.svg"
+}
+
+if [[ "${1:-}" == "--check" ]]; then
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  render "$tmp"
+  status=0
+  for f in layers.dot layers.svg pool-states.svg; do
+    if ! cmp -s "$tmp/$f" "$here/$f"; then
+      echo "render.sh: server/diagrams/$f is not current; run server/diagrams/render.sh" >&2
+      status=1
+    fi
+  done
+  [[ $status == 0 ]] && echo "render.sh: the diagrams are current"
+  exit $status
+fi
+render "$here"
+echo "render.sh: wrote layers.dot, layers.svg, pool-states.svg in server/diagrams"

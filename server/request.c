@@ -1,0 +1,86 @@
+/*
+ * request.c - the request context's life: begin, Server-Timing, dispose (see request.h).
+ */
+#include <string.h>
+#include "config.h"
+#include "request.h"
+
+const char *const request_method_labels[REQUEST_NUM_METHODS] = {
+    "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "other"};
+
+static uint8_t method_index(h2o_iovec_t m)
+{
+    for (uint8_t i = 0; i < REQUEST_NUM_METHODS - 1; i++)
+        if (h2o_memis(m.base, m.len, request_method_labels[i], strlen(request_method_labels[i])))
+            return i;
+    return REQUEST_NUM_METHODS - 1;
+}
+
+/* Runs when h2o disposes of the request: after its response was written, or
+ * when the connection closed first (status 0). */
+static void on_request_disposed(void *p)
+{
+    notesd_req_t *r = p;
+
+    if (r->on_dispose != NULL)
+        r->on_dispose(r);
+    if (r->stats == NULL)
+        return;
+    r->status = r->req->res.status;
+    stats_http_observe(r->stats, r->route, method_index(r->req->method), r->status,
+                       (double)(stats_now_ns() - r->start_ns) / 1e9);
+    STAT_SUB(r->stats->in_flight, 1);
+}
+
+notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats)
+{
+    notesd_req_t *r = h2o_mem_alloc_shared(&req->pool, sizeof(*r), on_request_disposed);
+    memset(r, 0, sizeof(*r));
+    r->req = req;
+    r->stats = stats;
+    r->route = route;
+    r->start_ns = stats_now_ns();
+    if (stats != NULL)
+        STAT_ADD(stats->in_flight, 1);
+    return r;
+}
+
+/* Writes a duration as milliseconds with three decimals (microseconds,
+ * truncated): integer formatting, since this runs on every response and
+ * printf's floating point is the costly kind. Returns the end. */
+static char *put_ms(char *p, uint64_t ns)
+{
+    uint64_t us = ns / 1000;
+    char digits[24], *d = digits + sizeof(digits);
+    uint64_t ms = us / 1000;
+    do {
+        *--d = (char)('0' + ms % 10);
+        ms /= 10;
+    } while (ms != 0);
+    memcpy(p, d, (size_t)(digits + sizeof(digits) - d));
+    p += digits + sizeof(digits) - d;
+    *p++ = '.';
+    *p++ = (char)('0' + us % 1000 / 100);
+    *p++ = (char)('0' + us % 100 / 10);
+    *p++ = (char)('0' + us % 10);
+    return p;
+}
+
+void request_add_server_timing(notesd_req_t *r)
+{
+    if (!config.server_timing || r->stats == NULL || r->timing_sent)
+        return;
+    r->timing_sent = 1;
+    h2o_req_t *req = r->req;
+    uint64_t total_ns = stats_now_ns() - r->start_ns;
+    char *value = h2o_mem_alloc_pool(&req->pool, 96), *p = value;
+    if (r->db_ns > 0) {
+        memcpy(p, "db;dur=", 7), p += 7;
+        p = put_ms(p, r->db_ns);
+        memcpy(p, ", ", 2), p += 2;
+    }
+    memcpy(p, "total;dur=", 10), p += 10;
+    p = put_ms(p, total_ns);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("server-timing"), 0, NULL,
+                          value, (size_t)(p - value));
+}

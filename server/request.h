@@ -1,0 +1,63 @@
+/*
+ * request.h - one request's context: everything notesd keeps about a request.
+ *
+ * Owns notesd_req_t: the route, the timings (start, database time), the status
+ * recorded when the request ends, and a union of what the route's handler
+ * needs while it waits (a database query, a delay). It is allocated once per
+ * request, as a shared allocation in req->pool whose dispose callback runs
+ * when h2o disposes of the request (after the last byte was written, or when
+ * the client went away): it calls the handler's clean-up, then records the
+ * request's duration and status in the loop's stats. Nothing else keeps a
+ * pointer to a request, so there is nothing to look up and nothing to leak.
+ */
+#ifndef NOTESD_REQUEST_H
+#define NOTESD_REQUEST_H
+
+#include <h2o.h>
+#include "pool.h"
+#include "stats.h"
+#include "validate.h"
+
+typedef struct notesd_req notesd_req_t;
+
+struct notesd_req {
+    h2o_req_t *req;
+    stats_loop_t *stats; /* the loop's counters; NULL: not measured (the metrics port) */
+    uint64_t start_ns;   /* when the handler received the request (stats_now_ns) */
+    uint64_t db_ns;      /* time spent in database queries, for Server-Timing */
+    int status;          /* the status recorded when the request ended (0: client left) */
+    uint8_t route;       /* enum route_id (routes.h) */
+    uint8_t timing_sent; /* 1 once the Server-Timing header was added */
+    h2o_iovec_t param;   /* the `:param` segment of the path, for routes that have one */
+    /* The handler's clean-up, run first when the request is disposed of; it
+     * takes back whatever still refers to the request (a query, a timer). */
+    void (*on_dispose)(notesd_req_t *r);
+    union {
+        struct request_db {     /* routes_notes.c and /readyz: one statement on the pool */
+            pool_query_t query; /* query.data points back to the notesd_req_t */
+            note_input_t input; /* parsed body of POST/PUT; owns the param strings */
+            char id[21];        /* canonical id text, a parameter */
+        } db;
+        struct request_delay { /* delay.c: a pending answer in the loop's heap */
+            size_t heap_index; /* SIZE_MAX when not in the heap */
+            long ms;
+        } delay;
+    } u;
+};
+
+/* The `method` label values; a request's method is one of the first seven or "other". */
+extern const char *const request_method_labels[];
+#define REQUEST_NUM_METHODS 8
+
+/* Creates the request's context (zeroed union) in req->pool, the one
+ * allocation of request state. With `stats`, the request is counted in flight
+ * and its duration recorded when it ends; with NULL it is not measured.
+ * Ownership: the context belongs to req->pool and dies with the request. */
+notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats);
+
+/* Adds `Server-Timing: db;dur=X, total;dur=Y` (milliseconds with microsecond
+ * digits, total up to now) to a response about to start: once, and only for a
+ * measured request with the header on (SERVER_TIMING). */
+void request_add_server_timing(notesd_req_t *r);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * routes.h - the route table: every path notesd answers, as data.
+ *
+ * One row per route: its id, its template (also the `path` label of the HTTP
+ * metrics), the port it is on, how its path is matched, and its handler for
+ * each method. The route enum and the labels are generated from the same rows,
+ * so they cannot disagree. http.c registers the rows with h2o and dispatches
+ * each request: it creates the request's context, answers 404 (route "other")
+ * when no row matches and 405 (with Allow) when the row has no handler for the
+ * method, and otherwise calls the handler. Adding a route: one row here, its
+ * handler in a routes_*.c file, and its test.
+ */
+#ifndef NOTESD_ROUTES_H
+#define NOTESD_ROUTES_H
+
+#include <h2o.h>
+#include "request.h"
+
+enum route_port {
+    PORT_API,     /* measured: http_requests_total, Server-Timing */
+    PORT_METRICS, /* not measured */
+};
+
+enum route_match {
+    MATCH_EXACT,  /* the template, or the template and "/" (Express's non-strict routing) */
+    MATCH_PARAM,  /* "/base/:param": one non-empty segment after the base */
+    MATCH_PREFIX, /* the template and anything below it */
+    MATCH_NONE,   /* never matched: the route of the 404 */
+};
+
+/* A handler answers (now or later) and returns 0, or returns -1 to let the next
+ * h2o handler on the same path answer (h2o's file handler under /static). */
+typedef int (*route_handler_t)(notesd_req_t *r);
+
+/* id, template and `path` label, port, match, GET and HEAD, POST, PUT, any
+ * other method (only where none of the three is given), and a set-up hook
+ * called with the route's h2o path configuration at start-up. Rows sharing an
+ * h2o path (the template up to "/:") are tried in this order. */
+#define ROUTES(X)                                                                                  \
+    X(ROUTE_NOTE_BY_ID, "/notes/:id", PORT_API, MATCH_PARAM, notes_get, NULL, notes_update, NULL,  \
+      NULL)                                                                                        \
+    X(ROUTE_NOTES, "/notes", PORT_API, MATCH_EXACT, notes_list, notes_insert, NULL, NULL, NULL)    \
+    X(ROUTE_JSON, "/json", PORT_API, MATCH_EXACT, misc_json, NULL, NULL, NULL, NULL)               \
+    X(ROUTE_ROOT, "/", PORT_API, MATCH_EXACT, misc_root, NULL, NULL, NULL, NULL)                   \
+    X(ROUTE_STATUS, "/status", PORT_API, MATCH_EXACT, misc_status, NULL, NULL, NULL, NULL)         \
+    X(ROUTE_PRIMES, "/primes", PORT_API, MATCH_EXACT, misc_primes, NULL, NULL, NULL, NULL)         \
+    X(ROUTE_STATIC, "/static", PORT_API, MATCH_PREFIX, misc_static, NULL, NULL, NULL,              \
+      misc_static_setup)                                                                           \
+    X(ROUTE_DELAY, "/delay/:ms", PORT_API, MATCH_PREFIX, delay_get, NULL, NULL, NULL, NULL)        \
+    X(ROUTE_OTHER, "other", PORT_API, MATCH_NONE, NULL, NULL, NULL, NULL, NULL)                    \
+    X(ROUTE_METRICS, "/metrics", PORT_METRICS, MATCH_PREFIX, metrics_get, NULL, NULL, NULL,        \
+      metrics_setup)                                                                               \
+    X(ROUTE_HEALTHZ, "/healthz", PORT_METRICS, MATCH_PREFIX, NULL, NULL, NULL, metrics_healthz,    \
+      NULL)                                                                                        \
+    X(ROUTE_READYZ, "/readyz", PORT_METRICS, MATCH_PREFIX, NULL, NULL, NULL, metrics_readyz, NULL)
+
+#define ROUTE_ENUM(id, ...) id,
+enum route_id { ROUTES(ROUTE_ENUM) ROUTE__COUNT };
+#undef ROUTE_ENUM
+
+typedef struct route {
+    enum route_id id;
+    const char *label; /* the template; the `path` label */
+    enum route_port port;
+    enum route_match match;
+    route_handler_t get, post, put, any;
+    void (*setup)(h2o_pathconf_t *pathconf);
+} route_t;
+
+/* The rows, indexed by route id. */
+extern const route_t routes[ROUTE__COUNT];
+
+/* The handlers the rows name (routes_notes.c, routes_misc.c, delay.c, routes_metrics.c). */
+int notes_get(notesd_req_t *r);
+int notes_update(notesd_req_t *r);
+int notes_list(notesd_req_t *r);
+int notes_insert(notesd_req_t *r);
+int misc_json(notesd_req_t *r);
+int misc_root(notesd_req_t *r);
+int misc_status(notesd_req_t *r);
+int misc_primes(notesd_req_t *r);
+int misc_static(notesd_req_t *r);
+void misc_static_setup(h2o_pathconf_t *pathconf);
+int delay_get(notesd_req_t *r);
+int metrics_get(notesd_req_t *r);
+void metrics_setup(h2o_pathconf_t *pathconf);
+int metrics_healthz(notesd_req_t *r);
+int metrics_readyz(notesd_req_t *r);
+
+#endif

@@ -27,6 +27,7 @@ BIN = os.environ.get("NOTESD_BIN") or os.path.join(REPO, "build", "notesd")
 TAGS = ["js", "ts", "node", "bun", "deno", "postgres", "http", "perf"]
 SEED_BODY = "Seeded note body for the JS test. " * 4
 SANITIZED = os.environ.get("NOTESD_SANITIZED", "0") not in ("", "0", "OFF", "FALSE")
+TSAN = os.environ.get("NOTESD_TSAN", "0") not in ("", "0", "OFF", "FALSE")
 
 
 def pg_state():
@@ -115,6 +116,9 @@ class Notesd:
         # the library; LeakSanitizer would report them on every run.
         full_env.setdefault("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")
         full_env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        # Under ThreadSanitizer the first race ends the process with status 66,
+        # so every test that checks notesd's exit status also checks for races.
+        full_env.setdefault("TSAN_OPTIONS", "halt_on_error=1:exitcode=66:second_deadlock_stack=1")
         full_env.update(env or {})
         self.proc = subprocess.Popen([*wrapper, BIN, *args], env=full_env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)

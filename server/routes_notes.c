@@ -103,8 +103,13 @@ static void respond_query_failure(notesd_req_t *r, PGresult *res, enum pool_erro
     case POOL_OK:
         break;
     }
-    log_warn("%.*s %.*s: database error: %s", (int)req->method.len, req->method.base,
-             (int)req->path.len, req->path.base, PQresultErrorMessage(res));
+    /* The server's fields, not PQresultErrorMessage: that one spans lines
+     * (DETAIL, HINT) and a log line must stay one line. */
+    const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    log_warn("%.*s %.*s: database error %s: %s", (int)req->method.len, req->method.base,
+             (int)req->path.len, req->path.base, sqlstate != NULL ? sqlstate : "-",
+             primary != NULL ? primary : "(no message)");
     respond_error(r, 500, "database error");
 }
 

@@ -16,9 +16,13 @@ BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-dev libssl-dev
           postgresql postgresql-contrib curl ca-certificates)
 # What the tests add: Debian's python3 with psycopg2, promtool, clang for
-# sanitizers and libFuzzer, clang-format for the style check, wrk for load smoke tests.
+# sanitizers and libFuzzer, clang-format for the style check, wrk for load smoke tests;
+# for docker/: the engine (docker.io), mmdebstrap for the Debian base image,
+# Compose v1, and kubectl for rendering docker/kubernetes/ (Debian's
+# kubernetes-client only where no kubectl is on PATH: a newer one is not replaced).
 TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml prometheus clang libclang-rt-14-dev clang-format
-               wrk valgrind docker-compose)
+               wrk valgrind docker-compose docker.io mmdebstrap)
+command -v kubectl >/dev/null || TEST_PACKAGES+=(kubernetes-client)
 
 build=1
 for arg in "$@"; do
@@ -38,6 +42,13 @@ if ((${#missing[@]})); then
   SUDO=()
   [[ $(id -u) -eq 0 ]] || SUDO=(sudo)
   export DEBIAN_FRONTEND=noninteractive
+  # A dockerd the package starts must not create Docker's default bridge (a
+  # 172.17.0.0/16 network): the tests run every container on the host network.
+  if [[ " ${missing[*]} " == *" docker.io "* && ! -e /etc/docker/daemon.json ]]; then
+    "${SUDO[@]}" mkdir -p /etc/docker
+    echo '{"bridge": "none", "iptables": false, "ip6tables": false, "ip-forward": false, "ip-masq": false}' |
+      "${SUDO[@]}" tee /etc/docker/daemon.json >/dev/null
+  fi
   "${SUDO[@]}" apt-get update -qq
   "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -16,6 +16,9 @@ bindings that host networking refuses), and checks:
     notesd's lag histogram _count grows between two queries, the exporter sees
     the database (pg_up) and its pg_stat_statements metrics count the statements
     notesd sent;
+  - every query of the two Grafana dashboards runs on that Prometheus, and those
+    on notesd's and the exporter's metrics return series (Grafana itself is not
+    in Debian and does not run here);
 
 then takes everything down with its volumes. Ports come from 20000-29999,
 below the ephemeral range where the other tests get theirs.
@@ -214,6 +217,43 @@ def run_checks(c, engine, stack, ports):
         c.check(f"Prometheus has {name} ({n} series)", n > 0, n)
     info = prom_query(prom, 'notes_build_info{job="notesd"}')
     c.check("notes_build_info scraped under job notesd", len(info) == 1, info)
+    check_dashboards(c, prom)
+
+
+# Panels whose queries may rightly be empty here: no error responses were sent.
+MAY_BE_EMPTY = {"Responses other than 2xx per second"}
+
+
+def check_dashboards(c, prom):
+    """Every query of the two dashboards, with Grafana's variables filled in as
+    Grafana would (job notesd, database notes), runs on the live Prometheus;
+    those about notesd and postgres_exporter return series. Queries of other
+    sources (k6, the peer's own names) need only be accepted."""
+    sys.path.insert(0, os.path.join(REPO, "docker"))
+    import check as static  # the dashboards' query list and the name extractor
+    ours = static.allowed_metric_names() - static.k6_metric_names() - static.PEER_METRICS
+    defs = os.path.join(REPO, "docker", "grafana", "provisioning", "dashboards", "definitions")
+    for fname in ("notesd-app.json", "postgres.json"):
+        with open(os.path.join(defs, fname)) as f:
+            dash = json.load(f)
+        ran, empty, bad = 0, [], []
+        for where, expr in static.dashboard_queries(dash):
+            if where.startswith("variable"):
+                continue
+            q = (expr.replace("$__rate_interval", "10s").replace('"$job"', '"notesd"')
+                 .replace('"$datname"', '"notes"').replace('"$testid"', '".*"'))
+            try:
+                result = prom_query(prom, q)
+            except AssertionError as e:
+                bad.append(f"{where}: {e}")
+                continue
+            ran += 1
+            names = static.metric_names(expr)
+            title = where.split("'")[1] if "'" in where else where
+            if names <= ours and not result and title not in MAY_BE_EMPTY:
+                empty.append(where)
+        c.check(f"{fname}: {ran} queries accepted by Prometheus", not bad, bad)
+        c.check(f"{fname}: every query on notesd's and the exporter's metrics returns data", not empty, empty)
 
 
 if __name__ == "__main__":

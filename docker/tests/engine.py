@@ -41,6 +41,10 @@ SLIM_DPKG_OPTIONS = ["path-exclude=/usr/share/doc/*", "path-include=/usr/share/d
 SLIM_APT_OPTIONS = ['Dir::Cache::pkgcache ""', 'Dir::Cache::srcpkgcache ""']
 
 
+def _exit_on_signal(signum, frame):
+    raise SystemExit(f"stopped by signal {signum}")
+
+
 def skip(reason):
     print(f"SKIP {reason}", flush=True)
     sys.exit(SKIP)
@@ -89,6 +93,10 @@ class Engine:
         self.stop()
 
     def start(self):
+        # SIGTERM (CTest's timeout, a Ctrl-C'd parent) unwinds like a failure, so
+        # the daemon this object starts is stopped on the way out.
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, _exit_on_signal)
         # One test at a time per cache: the daemon's data-root is not shareable.
         self._lock = open(os.path.join(self.cache, "lock"), "w")
         fcntl.flock(self._lock, fcntl.LOCK_EX)

@@ -138,6 +138,7 @@ class Engine:
 
     def stop(self):
         if self.proc is not None:
+            self.tidy()
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(30)
@@ -149,6 +150,12 @@ class Engine:
         if self._lock:
             self._lock.close()
             self._lock = None
+
+    def tidy(self):
+        """Keeps the cache from growing run after run: images a rebuild left
+        untagged, and build cache beyond 3 GB. Only on a daemon of our own."""
+        self.run("image", "prune", "--force", check=False)
+        self.run("builder", "prune", "--force", "--keep-storage", "3gb", check=False)
 
     def _stop_stale(self, pidfile):
         """A daemon a killed test left behind holds the data-root; end it by its PID."""

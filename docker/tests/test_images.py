@@ -27,7 +27,6 @@ Exit status: 0 passed, 1 failed, 77 (CTest's skip) when no engine can run.
 """
 import json
 import os
-import subprocess
 import sys
 import threading
 import time

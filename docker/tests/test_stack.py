@@ -118,6 +118,26 @@ class Stack:
         return self.engine.inspect(cid, "{{.State.Health.Status}}") if cid else "missing"
 
 
+def listeners():
+    """(address, port) of every listening TCP socket on the host, from /proc."""
+    out = []
+    for path, size in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        with open(path) as f:
+            for line in f.read().splitlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                if state != "0A":  # LISTEN
+                    continue
+                hexaddr, hexport = local.split(":")
+                raw = bytes.fromhex(hexaddr)
+                if size == 4:
+                    addr = socket.inet_ntop(socket.AF_INET, raw[::-1])
+                else:  # four little-endian 32-bit words
+                    raw = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                    addr = socket.inet_ntop(socket.AF_INET6, raw)
+                out.append((addr, int(hexport, 16)))
+    return out
+
+
 def prom_query(port, expr):
     status, body = http_get(port, "/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
     if status != 200:
@@ -172,11 +192,17 @@ def main():
 
 
 def run_checks(c, engine, stack, ports):
-    app, metrics, prom = ports["OFFLINE_APP_PORT"], ports["OFFLINE_METRICS_PORT"], ports["OFFLINE_PROMETHEUS_PORT"]
+    app, prom = ports["OFFLINE_APP_PORT"], ports["OFFLINE_PROMETHEUS_PORT"]
     c.check("db is healthy (pg_isready over TCP after seeding)", stack.health("db") == "healthy", stack.health("db"))
     t0 = time.monotonic()
     eng.poll(lambda: stack.health("notesd") == "healthy", 60, "notesd's HEALTHCHECK")
     c.check(f"notesd is healthy ({time.monotonic() - t0:.0f} s after up)", True)
+
+    socks = [(addr, port) for addr, port in listeners() if port in ports.values()]
+    wild = [f"{addr}:{port}" for addr, port in socks if addr != "127.0.0.1"]
+    missing = set(ports.values()) - {port for _, port in socks}
+    c.check(f"every service listens, on 127.0.0.1 only ({len(socks)} sockets)", not wild and not missing,
+            f"not loopback: {wild}, not listening: {sorted(missing)}")
 
     networks = engine.run("network", "ls", "--format", "{{.Name}}").stdout.split()
     c.check("no container network was created (host networking only)",

@@ -61,6 +61,37 @@ def raw(port, path, timeout=10):
             return data, "reset"
 
 
+def h2_frame(kind, flags, stream, payload=b""):
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def h2_get(stream, path):
+    """A HEADERS frame (END_STREAM, END_HEADERS) for GET path, in HPACK literals
+    without indexing or Huffman coding."""
+    block = b""
+    for name, value in ((b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"x"),
+                        (b":path", path.encode())):
+        block += b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+    return h2_frame(0x1, 0x5, stream, block)
+
+
+def h2_read_until_headers(sock, stream):
+    """Reads frames until a HEADERS frame on `stream`; returns the frame types seen."""
+    buf, seen = b"", []
+    while True:
+        while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
+            n = int.from_bytes(buf[:3], "big")
+            kind, sid = buf[3], int.from_bytes(buf[5:9], "big") & 0x7fffffff
+            seen.append((kind, sid))
+            buf = buf[9 + n:]
+            if kind == 0x1 and sid == stream:
+                return seen
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError(f"connection closed; frames seen: {seen}")
+        buf += chunk
+
+
 class FixtureTest(ServerTestCase):
     database = "fixture"
 
@@ -423,6 +454,37 @@ class Http2Test(unittest.TestCase):
         self.assertEqual(res.stdout, b"")
         # and the server lives on
         self.assertEqual(self.curl(f"https://127.0.0.1:{self.tls_port}/status", "--http2")[1], 200)
+
+    def test_streams_the_client_cancels_are_disposed_of(self):
+        """RST_STREAM in the middle of a delay, a delayed fault, a drip and a large
+        body: each request is disposed of (in flight again 0; status 0 when no
+        response had started, else the status whose headers went out) and the
+        connection goes on serving."""
+        before = parse(self.server.metrics())
+        paths = ["/delay/3000", "/drip?bytes=100&duration_ms=3000", "/bytes/100000000",
+                 "/fault/503?delay_ms=3000"]
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            # SETTINGS, and a connection window that the large body cannot fill
+            # (each stream keeps the default 64 KiB window, never updated here)
+            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(0x4, 0, 0) +
+                      h2_frame(0x8, 0, 0, (1 << 30).to_bytes(4, "big")))
+            for i, path in enumerate(paths):
+                s.sendall(h2_get(2 * i + 1, path))
+            poll(lambda: total(parse(self.server.metrics()), "http_requests_in_flight") >= 4,
+                 what="four streams in flight")
+            for i in range(len(paths)):
+                s.sendall(h2_frame(0x3, 0, 2 * i + 1, (8).to_bytes(4, "big")))  # CANCEL
+            last = 2 * len(paths) + 1
+            s.sendall(h2_get(last, "/status"))
+            h2_read_until_headers(s, last)
+            poll(lambda: total(parse(self.server.metrics()), "http_requests_in_flight") == 0,
+                 what="the cancelled streams to be disposed of")
+        after = parse(self.server.metrics())
+        for path, status in (("/delay/:ms", 0), ("/fault/:status", 0), ("/drip", 200),
+                             ("/bytes/:n", 200)):
+            with self.subTest(path=path):
+                self.assertEqual(count(after, path, status) - count(before, path, status), 1)
+        self.assertEqual(count(after, "/status", 200) - count(before, "/status", 200), 1)
 
     def test_h2load_counts_agree_with_the_server(self):
         for label, url in (("h2", f"https://127.0.0.1:{self.tls_port}/json"),

@@ -419,6 +419,27 @@ class Http2Test(unittest.TestCase):
                                   "h2 over TLS": "2", "http/1.1 over TLS": "1.1"})
                 self.assertEqual(len({(v[1], v[2]) for v in seen.values()}), 1, seen)
 
+    def test_writes_over_every_protocol(self):
+        """PUT answers the same row whatever the protocol; POST's rows differ only
+        in id and created_at."""
+        body = '{"title":"t \\u00e9","body":"b","tag":"http"}'
+        args = ["-X", "PUT", "-H", "Content-Type: application/json", "--data-binary", body]
+        seen = {
+            name: self.curl(url, *flags, *args) for name, url, flags in (
+                ("http/1.1", f"http://127.0.0.1:{self.port}/notes/42", ["--http1.1"]),
+                ("h2c", f"http://127.0.0.1:{self.port}/notes/42", ["--http2-prior-knowledge"]),
+                ("h2", f"https://127.0.0.1:{self.tls_port}/notes/42", ["--http2"]))}
+        self.assertEqual({v[0] for v in seen.values()}, {"1.1", "2"})
+        self.assertEqual(len({(v[1], v[2]) for v in seen.values()}), 1, seen)
+        self.assertEqual(seen["h2"][1], 200)
+        posts = [self.curl(url, *flags, "-H", "Content-Type: application/json", "--data-binary",
+                           body)
+                 for url, flags in ((f"http://127.0.0.1:{self.port}/notes", ["--http1.1"]),
+                                    (f"https://127.0.0.1:{self.tls_port}/notes", ["--http2"]))]
+        shapes = {(v[1], re.sub(rb'"id":"\d+"|"created_at":"[^"]+"', b"", v[2])) for v in posts}
+        self.assertEqual(len(shapes), 1, posts)
+        self.assertEqual(posts[1][1], 201)
+
     def test_json_has_the_same_shape_over_http2(self):
         version, code, body = self.curl(f"https://127.0.0.1:{self.tls_port}/json", "--http2")
         self.assertEqual((version, code), ("2", 200))

@@ -13,7 +13,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 
 # What building and running need.
-PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-dev libssl-dev
+PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-dev libssl-dev zlib1g-dev
           postgresql postgresql-contrib curl ca-certificates)
 # What the tests add: Debian's python3 with psycopg2, promtool, clang for
 # sanitizers and libFuzzer, clang-format for the style check, wrk for load smoke tests,

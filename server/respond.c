@@ -12,6 +12,8 @@ static const char *reason_of(int status)
         return "OK";
     case 201:
         return "Created";
+    case 301:
+        return "Moved Permanently";
     case 400:
         return "Bad Request";
     case 404:

@@ -132,6 +132,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
     notesd_req_t *r =
         request_begin(req, (uint8_t)row->id, d->port == PORT_API ? &this_loop->stats : NULL);
+    /* Express decodes a route's :param ("/notes/%31" is note 1); no copy when
+     * there is nothing to decode. */
+    if (row->match == MATCH_PARAM && memchr(param.base, '%', param.len) != NULL) {
+        char *decoded = h2o_mem_alloc_pool(&req->pool, param.len);
+        param = h2o_iovec_init(decoded, validate_decode_path(param.base, param.len, decoded));
+    }
     r->param = param;
     if (framing_is_ambiguous(req, &err)) {
         req->http1_is_persistent = 0; /* Connection: close */

@@ -23,6 +23,7 @@ typedef struct dispatch {
     h2o_handler_t super;
     enum route_port port; /* measured on the API port only */
     const route_t *rows[ROUTE__COUNT];
+    size_t base_len[ROUTE__COUNT]; /* per row: the length of its base (see base_len) */
     size_t nrows;
     char allow[ROUTE__COUNT][32]; /* per row: its methods, for 405's Allow header */
 } dispatch_t;
@@ -34,15 +35,13 @@ static size_t base_len(const route_t *row)
     return param != NULL ? (size_t)(param - row->label) : strlen(row->label);
 }
 
-/* 1 if `path` is the row's; sets *param for MATCH_PARAM and MATCH_PREFIX. As
- * Express's router (caseSensitive and strict both off): the template's letters
+/* 1 if `path` is the row's, whose base is `len` bytes long; sets *param for MATCH_PARAM and
+ * MATCH_PREFIX. As Express's router (caseSensitive and strict both off): the template's letters
  * match in any case, one trailing slash is ignored, and the path is the one
  * the client sent, percent-escapes and dot segments included, so "/notes/./3"
  * is not "/notes/3" (h2o's path_normalized would say it is). */
-static int row_matches(const route_t *row, h2o_iovec_t path, h2o_iovec_t *param)
+static int row_matches(const route_t *row, size_t len, h2o_iovec_t path, h2o_iovec_t *param)
 {
-    size_t len = base_len(row);
-
     if (path.len < len || !h2o_lcstris(path.base, len, row->label, len))
         return 0;
     switch (row->match) {
@@ -127,7 +126,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     const char *err;
     size_t i = 0;
 
-    while (i < d->nrows && !row_matches(d->rows[i], path, &param))
+    while (i < d->nrows && !row_matches(d->rows[i], d->base_len[i], path, &param))
         i++;
     const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
     notesd_req_t *r =
@@ -179,6 +178,7 @@ static void register_port(h2o_hostconf_t *host, enum route_port port)
         if (row->port != port || row->match == MATCH_NONE)
             continue;
         format_allow(row, d->allow[d->nrows], sizeof(d->allow[0]));
+        d->base_len[d->nrows] = base_len(row);
         d->rows[d->nrows++] = row;
     }
     for (size_t i = 0; i < d->nrows; i++)

@@ -35,11 +35,12 @@ static size_t base_len(const route_t *row)
     return param != NULL ? (size_t)(param - row->label) : strlen(row->label);
 }
 
-/* 1 if `path` is the row's, whose base is `len` bytes long; sets *param for MATCH_PARAM and
- * MATCH_PREFIX. As Express's router (caseSensitive and strict both off): the template's letters
- * match in any case, one trailing slash is ignored, and the path is the one
- * the client sent, percent-escapes and dot segments included, so "/notes/./3"
- * is not "/notes/3" (h2o's path_normalized would say it is). */
+/* 1 if `path` is the row's, whose base is `len` bytes long; sets *param for
+ * MATCH_PARAM and MATCH_PREFIX. As Express's router matches (caseSensitive and
+ * strict both off): the template's letters match in any case, one trailing
+ * slash is ignored, and the path is the one the client sent, percent-escapes
+ * and dot segments included, so "/notes/./3" is not "/notes/3" (h2o's
+ * path_normalized would say it is). */
 static int row_matches(const route_t *row, size_t len, h2o_iovec_t path, h2o_iovec_t *param)
 {
     if (path.len < len || !h2o_lcstris(path.base, len, row->label, len))

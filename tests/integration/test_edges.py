@@ -6,6 +6,7 @@ BOM and JSON.parse's lone surrogates; and the wording of the errors at those
 edges. Where Express refuses, notesd still refuses (with a JSON reason)."""
 import gzip
 import json
+import re
 import socket
 import zlib
 
@@ -121,10 +122,15 @@ class RoutingTest(ServerTestCase):
         self.assertEqual(json.loads(body)["title"], "u")
 
     def test_the_metrics_label_stays_the_route_template(self):
+        def count(path):
+            m = re.search(r'^http_requests_total\{method="GET",path="' + re.escape(path) +
+                          r'",status_code="200"\} (\d+)$', self.server.metrics(), re.M)
+            return int(m.group(1)) if m else 0
+        before = count("/notes/:id"), count("/json")
         request(self.port, "GET", "/NOTES/3/")
         request(self.port, "GET", "/JSON")
+        self.assertEqual((count("/notes/:id"), count("/json")), (before[0] + 1, before[1] + 1))
         page = self.server.metrics()
-        self.assertIn('path="/notes/:id"', page)
         self.assertNotIn("NOTES", page)
         self.assertNotIn("JSON", page)
 

@@ -46,8 +46,8 @@ static int row_matches(const route_t *row, size_t len, h2o_iovec_t path, h2o_iov
     if (path.len < len || !h2o_lcstris(path.base, len, row->label, len))
         return 0;
     switch (row->match) {
-    case MATCH_EXACT: /* "/" itself has no form with a trailing slash */
-        return path.len == len || (len > 1 && path.len == len + 1 && path.base[len] == '/');
+    case MATCH_EXACT: /* for "/" that is "//", as in Express */
+        return path.len == len || (path.len == len + 1 && path.base[len] == '/');
     case MATCH_PARAM: {
         size_t end = path.len;
         if (end > len + 1 && path.base[end - 1] == '/')
@@ -90,11 +90,10 @@ static h2o_iovec_t route_path(h2o_req_t *req)
 
 /* h2o 2.2.5 reads the body by the first Content-Length and ignores any other
  * (and lets Transfer-Encoding win over it); a request whose framing is
- * ambiguous must be refused instead, and its connection closed, since what
- * follows the body cannot be told apart from the next request. The fields are
- * not kept in req->headers, so the check reads the head itself, which stays
- * at the start of the connection's input buffer until the response is sent.
- * Only requests that have a body can have the problem. */
+ * ambiguous must be refused instead, as Node's parser refuses it, and its connection closed, since
+ * what follows the body cannot be told apart from the next request. The fields are not kept in
+ * req->headers, so the check reads the head itself, which stays at the start of the connection's
+ * input buffer until the response is sent. Only requests that have a body can have the problem. */
 static int framing_is_ambiguous(h2o_req_t *req, const char **err)
 {
     if (req->entity.base == NULL || req->version >= 0x200)

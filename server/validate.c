@@ -103,47 +103,30 @@ size_t validate_origin_form(const char *target, size_t len)
     return i;
 }
 
-/* The value of a header line after "name:", without the OWS around it. */
-static void header_value(const char *line, size_t len, size_t name_len, const char **v,
-                         size_t *vlen)
-{
-    size_t b = name_len + 1, e = len;
-    while (b < e && (line[b] == ' ' || line[b] == '\t'))
-        b++;
-    while (e > b && (line[e - 1] == ' ' || line[e - 1] == '\t' || line[e - 1] == '\r'))
-        e--;
-    *v = line + b, *vlen = e - b;
-}
-
 int validate_framing(const char *head, size_t len, const char **err)
 {
-    const char *length = NULL, *line = head, *end = head + len;
-    size_t length_len = 0;
-    int chunked = 0, first = 1;
+    const char *line = head, *end = head + len;
+    int lengths = 0, chunked = 0, first = 1;
 
     while (line < end) {
         const char *nl = memchr(line, '\n', (size_t)(end - line));
         size_t n = (nl != NULL ? nl : end) - line;
         if (n == 0 || (n == 1 && line[0] == '\r'))
             break; /* the empty line that ends the head */
-        if (!first && n > 15 && strncasecmp(line, "content-length:", 15) == 0) {
-            const char *v;
-            size_t vlen;
-            header_value(line, n, 14, &v, &vlen);
-            if (length != NULL && (vlen != length_len || memcmp(v, length, vlen) != 0)) {
-                *err = "conflicting Content-Length headers";
-                return -1;
-            }
-            length = v, length_len = vlen;
-        } else if (!first && n > 18 && strncasecmp(line, "transfer-encoding:", 18) == 0) {
+        if (!first && n >= 15 && strncasecmp(line, "content-length:", 15) == 0)
+            lengths++;
+        else if (!first && n >= 18 && strncasecmp(line, "transfer-encoding:", 18) == 0)
             chunked = 1;
-        }
         first = 0; /* the request line */
         if (nl == NULL)
             break;
         line = nl + 1;
     }
-    if (length != NULL && chunked) {
+    if (lengths > 1) {
+        *err = "Content-Length given more than once";
+        return -1;
+    }
+    if (lengths > 0 && chunked) {
         *err = "Content-Length and Transfer-Encoding together";
         return -1;
     }

@@ -55,10 +55,11 @@ size_t validate_decode_path(const char *s, size_t len, char *out);
 size_t validate_origin_form(const char *target, size_t len);
 
 /* Checks the framing fields of an HTTP/1 request head, as h2o 2.2.5 does not:
- * two Content-Length fields with different values, or Content-Length together
- * with Transfer-Encoding, make the body's length ambiguous (RFC 9112 section
- * 6.3), so the request must be refused and the connection closed. Repeated
- * identical values count as one. `head` starts with the request line; the
+ * a second Content-Length field, or Content-Length together with
+ * Transfer-Encoding, makes the body's length ambiguous (RFC 9112 section
+ * 6.3), so the request must be refused and the connection closed. Node's
+ * parser, under Express, refuses a repeated Content-Length even when the
+ * values agree, and so does this. `head` starts with the request line; the
  * scan stops at the empty line that ends the head, or at `len`. */
 NOTESD_MUSTCHECK int validate_framing(const char *head, size_t len, const char **err);
 

@@ -62,13 +62,14 @@ class FramingTest(ServerTestCase):
         self.assertIn("Content-Length", json.loads(body_of(raw))["error"])
         self.assertEqual(count_rows(self.db), before, "the smuggled request ran")
 
-    def test_repeated_identical_content_length_counts_as_one(self):
+    def test_a_repeated_content_length_gets_400_even_when_the_values_agree(self):
+        # Node's parser refuses it, so Express never answers such a request.
+        before = count_rows(self.db)
         raw = exchange(self.port, post([f"Content-Length: {len(GOOD)}",
-                                        f"content-length:  {len(GOOD)}", "Connection: close"],
-                                       GOOD.encode()))
-        self.assertEqual(status_of(raw), 201, raw)
-        obj = json.loads(body_of(raw))
-        self.assertEqual(body_of(raw), expected_note(self.db, int(obj["id"])))
+                                        f"content-length:  {len(GOOD)}"], GOOD.encode()))
+        self.assertEqual(status_of(raw), 400, raw)
+        self.assertIn(b"\r\nConnection: close\r\n", raw)
+        self.assertEqual(count_rows(self.db), before)
 
     def test_content_length_with_transfer_encoding_gets_400(self):
         before = count_rows(self.db)
@@ -88,6 +89,7 @@ class FramingTest(ServerTestCase):
                                       expected_list(self.db, "js")),
                                      ("http://example.com", 200, b"Hello World!"),
                                      ("http://example.com?x", 200, b"Hello World!"),
+                                     ("http://example.com//", 200, b"Hello World!"),
                                      ("http://example.com/nope", 404, b'{"error":"not found"}')):
             with self.subTest(target=target):
                 raw = exchange(self.port, f"GET {target} HTTP/1.1\r\nHost: x\r\n"
@@ -108,6 +110,7 @@ class RoutingTest(ServerTestCase):
                 status, headers, got = request(self.port, "GET", path)
                 self.assertEqual((status, got), (200, body))
                 self.assertEqual(headers["content-type"], JSON_CT)
+        self.assertEqual(request(self.port, "GET", "//")[::2], (200, b"Hello World!"))
         status, headers, body = request(self.port, "GET", "/JSON")
         self.assertEqual((status, headers["content-type"]), (200, JSON_CT))
         self.assertEqual(list(json.loads(body)), ["id", "title", "body", "tag", "created_at"])

@@ -624,8 +624,10 @@ static int framing(const char *lit, size_t len)
     return rc;
 }
 
-static void framing_refuses_conflicting_lengths(void)
+static void framing_refuses_a_repeated_length(void)
 {
+    /* even when the values agree, as Node's parser refuses it */
+    CHECK_INT_EQ(FRAMING("POST / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length:5 \r\n\r\n"), -1);
     CHECK_INT_EQ(FRAMING("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"), -1);
     CHECK_INT_EQ(FRAMING("POST / HTTP/1.1\ncontent-length:5\nX: y\nCONTENT-LENGTH: 50\n\n"), -1);
     CHECK_INT_EQ(
@@ -634,10 +636,9 @@ static void framing_refuses_conflicting_lengths(void)
         FRAMING("POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\ncontent-length: 0\r\n\r\n"), -1);
 }
 
-static void framing_accepts_one_length_or_repeats_of_it(void)
+static void framing_accepts_one_length_or_chunked(void)
 {
     CHECK_INT_EQ(FRAMING("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n"), 0);
-    CHECK_INT_EQ(FRAMING("POST / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length:5 \r\n\r\n"), 0);
     CHECK_INT_EQ(FRAMING("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), 0);
     CHECK_INT_EQ(FRAMING("POST / HTTP/1.1\r\nX-Content-Length: 1\r\nContent-Length: 2\r\n\r\n"), 0);
     /* the head ends at the empty line: what follows is the body */
@@ -695,7 +696,7 @@ int main(void)
     CHECK_RUN(note_body_stores_lone_surrogates_as_replacement_characters);
     CHECK_RUN(decode_path_decodes_escapes_but_not_plus);
     CHECK_RUN(origin_form_finds_the_path_of_an_absolute_target);
-    CHECK_RUN(framing_refuses_conflicting_lengths);
-    CHECK_RUN(framing_accepts_one_length_or_repeats_of_it);
+    CHECK_RUN(framing_refuses_a_repeated_length);
+    CHECK_RUN(framing_accepts_one_length_or_chunked);
     return check_summary();
 }

@@ -5,7 +5,8 @@
  * application/json is not parsed, and the reference handler then fails), the
  * charset (415 unless it is UTF-8), the Content-Encoding (identity, gzip or
  * deflate; 415 for others), the size limit on the decoded bytes (413), and
- * then strips a UTF-8 byte order mark. Pure functions: no I/O, no allocation;
+ * then strips a UTF-8 byte order mark. Pure functions: no I/O, and no memory
+ * but zlib's own state while inflating (about 40 KiB, freed before return);
  * the caller provides the buffer an encoded body is inflated into. Each
  * returns 0 or the HTTP status to answer, with the reason written into `msg`
  * (NUL-terminated, cut to `msg_size`).

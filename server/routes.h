@@ -32,7 +32,9 @@ enum route_match {
 };
 
 /* A handler answers (now or later) and returns 0, or returns -1 to let the next
- * h2o handler on the same path answer (h2o's file handler under /static). */
+ * h2o handler on the port's path answer. On the API port that is h2o's file
+ * handler, which serves req->path_normalized from STATIC_DIR: only misc_static
+ * returns -1, after pointing path_normalized at the file it checked. */
 typedef int (*route_handler_t)(notesd_req_t *r);
 
 /* id, template and `path` label, port, match, GET and HEAD, POST, PUT, any

@@ -188,11 +188,15 @@ static int parse_body(notesd_req_t *r)
         return -1;
     }
     encoding = header_of(req, H2O_TOKEN_CONTENT_ENCODING, &encoding_len, &repeated);
-    /* Node joins a repeated Content-Encoding into "gzip, gzip", which
-     * body-parser does not know. */
+    /* Node joins a repeated Content-Encoding into one value, "gzip, gzip",
+     * which body-parser does not know: so the same value here. */
     if (repeated) {
-        encoding = "(repeated)";
-        encoding_len = 10;
+        h2o_iovec_t joined = h2o_iovec_init(encoding, encoding_len);
+        for (ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, -1);
+             (i = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, i)) != -1;)
+            joined = h2o_concat(&req->pool, joined, h2o_iovec_init(H2O_STRLIT(", ")),
+                                req->headers.entries[i].value);
+        encoding = joined.base, encoding_len = joined.len;
     }
     char *scratch = encoding != NULL ? h2o_mem_alloc_pool(&req->pool, limit) : NULL;
     if ((status = body_decode(encoding, encoding_len, req->entity.base,

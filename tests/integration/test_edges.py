@@ -223,6 +223,14 @@ class BodyTest(ServerTestCase):
                 self.assertEqual(json.loads(got),
                                  {"error": f'unsupported content encoding "{encoding}"'})
 
+    def test_a_repeated_content_encoding_is_one_unknown_value(self):
+        raw = exchange(self.port, post(["Content-Encoding: gzip", "Content-Encoding: gzip",
+                                        f"Content-Length: {len(GOOD)}", "Connection: close"],
+                                       GOOD.encode()))
+        self.assertEqual(status_of(raw), 415, raw)
+        self.assertEqual(json.loads(body_of(raw)),
+                         {"error": 'unsupported content encoding "gzip, gzip"'})
+
     def test_a_utf8_bom_is_stripped(self):
         self.assert_stored(*self.post(b"\xef\xbb\xbf" + GOOD.encode(), {}))
         self.assert_stored(*self.post(gzip.compress(b"\xef\xbb\xbf" + GOOD.encode()),

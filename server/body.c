@@ -2,16 +2,18 @@
  * body.c - media type, charset, Content-Encoding, size limit and BOM of a
  * request body, in body-parser's order (see body.h).
  *
- * Inflating uses zlib, which h2o links already. Node's zlib streams are what
- * body-parser uses, so the formats are theirs: "gzip" is RFC 1952 (several
- * members one after another are one body; zero bytes after the last are
- * padding), "deflate" is the zlib format of RFC 1950, not raw deflate.
+ * Inflating uses zlib, which h2o links already, and Brotli's decoder. Node's
+ * zlib streams are what body-parser uses, so the formats are theirs: "gzip" is
+ * RFC 1952 (several members one after another are one body; zero bytes after
+ * the last are padding), "deflate" is the zlib format of RFC 1950, not raw
+ * deflate, and "br" is RFC 7932, bytes after the end of its stream ignored.
  */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <zlib.h>
+#include <brotli/decode.h>
 #include "body.h"
 
 /* Writes `what "value"` into msg, the value upper-cased or as is, printable
@@ -138,6 +140,38 @@ static int inflate_into(int gzip, const char *in, size_t in_len, char *out, size
     return status;
 }
 
+/* Decompresses a Brotli stream into out[0, limit]; returns 0, 400 or 413. */
+static int unbrotli_into(const char *in, size_t in_len, char *out, size_t limit, size_t *out_len,
+                         char *msg, size_t msg_size)
+{
+    BrotliDecoderState *dec = BrotliDecoderCreateInstance(NULL, NULL, NULL);
+    const uint8_t *next_in = (const uint8_t *)in;
+    uint8_t *next_out = (uint8_t *)out;
+    size_t avail_in = in_len, avail_out = limit;
+    int status = 400;
+
+    if (dec != NULL) {
+        switch (
+            BrotliDecoderDecompressStream(dec, &avail_in, &next_in, &avail_out, &next_out, NULL)) {
+        case BROTLI_DECODER_RESULT_SUCCESS:
+            status = 0;
+            break;
+        case BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT: /* the limit is reached, and more follows */
+            status = 413;
+            break;
+        default: /* an error, or the input ended early */
+            break;
+        }
+        BrotliDecoderDestroyInstance(dec);
+    }
+    *out_len = limit - avail_out;
+    if (status == 413)
+        snprintf(msg, msg_size, "request body larger than %zu bytes", limit);
+    else if (status != 0)
+        snprintf(msg, msg_size, "request body is not valid br data");
+    return status;
+}
+
 int body_decode(const char *encoding, size_t encoding_len, const char *in, size_t in_len,
                 size_t limit, char *scratch, const char **out, size_t *out_len, char *msg,
                 size_t msg_size)
@@ -153,6 +187,11 @@ int body_decode(const char *encoding, size_t encoding_len, const char *in, size_
     } else if ((gzip = encoding_len == 4 && strncasecmp(encoding, "gzip", 4) == 0) ||
                (encoding_len == 7 && strncasecmp(encoding, "deflate", 7) == 0)) {
         int status = inflate_into(gzip, in, in_len, scratch, limit, out_len, msg, msg_size);
+        if (status != 0)
+            return status;
+        *out = scratch;
+    } else if (encoding_len == 2 && strncasecmp(encoding, "br", 2) == 0) {
+        int status = unbrotli_into(in, in_len, scratch, limit, out_len, msg, msg_size);
         if (status != 0)
             return status;
         *out = scratch;

@@ -3,10 +3,11 @@
  *
  * body-parser decides, in this order: the media type (anything but
  * application/json is not parsed, and the reference handler then fails), the
- * charset (415 unless it is UTF-8), the Content-Encoding (identity, gzip or
- * deflate; 415 for others), the size limit on the decoded bytes (413), and
+ * charset (415 unless it is UTF-8), the Content-Encoding (identity, gzip,
+ * deflate or br; 415 for others), the size limit on the decoded bytes (413), and
  * then strips a UTF-8 byte order mark. Pure functions: no I/O, and no memory
- * but zlib's own state while inflating (about 40 KiB, freed before return);
+ * but the decoder's own state while inflating (zlib's or Brotli's, freed
+ * before they return);
  * the caller provides the buffer an encoded body is inflated into. Each
  * returns 0 or the HTTP status to answer, with the reason written into `msg`
  * (NUL-terminated, cut to `msg_size`).
@@ -23,7 +24,7 @@
 NOTESD_MUSTCHECK int body_check_type(const char *type, size_t type_len, char *msg, size_t msg_size);
 
 /* Decodes `in` according to a Content-Encoding value (NULL when there is
- * none; "identity", "gzip" or "deflate" in any case) and strips a leading
+ * none; "identity", "gzip", "deflate" or "br" in any case) and strips a leading
  * UTF-8 BOM. *out and *out_len get the body: `in` itself when it was not
  * encoded, or the inflated bytes in `scratch`, which must hold `limit` bytes
  * (it may be NULL when `encoding` is NULL). The limit applies to the decoded

@@ -1,7 +1,7 @@
 /*
  * fuzz_body_decode.c - libFuzzer target for body_decode (server/body.c).
  *
- * The first byte picks the Content-Encoding (gzip, deflate, identity) and the
+ * The first byte picks the Content-Encoding (gzip, deflate, identity, br) and the
  * limit; the rest is the body. Whatever the bytes, the answer is one of 0,
  * 400 and 413, inflating never writes past the `limit` bytes of its scratch
  * buffer (an exact-size allocation, so AddressSanitizer sees any overrun), a
@@ -15,14 +15,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const encodings[] = {"gzip", "deflate", "identity"};
+    static const char *const encodings[] = {"gzip", "deflate", "identity", "br"};
     char msg[128];
     const char *out = NULL;
     size_t out_len = 0;
 
     if (size < 1)
         return 0;
-    const char *encoding = encodings[data[0] % 3];
+    const char *encoding = encodings[data[0] % 4];
     size_t limit = (size_t)(data[0] >> 2) * 64; /* 0 to 4032 bytes */
     char *in = malloc(size - 1 > 0 ? size - 1 : 1), *scratch = malloc(limit > 0 ? limit : 1);
     if (in == NULL || scratch == NULL)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Valid requests at the edges, answered as the Express 5 reference answers
 them: HTTP framing (RFC 9112), the router's matching (caseSensitive and strict
-off, no dot-segment normalising), express.json's Content-Encoding, charset,
+off, no dot-segment normalising), express.json's Content-Encoding (gzip, deflate, br), charset,
 BOM and JSON.parse's lone surrogates; and the wording of the errors at those
 edges. Where Express refuses, notesd still refuses (with a JSON reason)."""
 import gzip
@@ -9,6 +9,8 @@ import json
 import re
 import socket
 import zlib
+
+import brotli  # Debian's python3-brotli
 
 from notes_testlib import (ServerTestCase, count_rows, expected_list, expected_note, main,
                            request)
@@ -176,10 +178,11 @@ class BodyTest(ServerTestCase):
         self.assertEqual(obj["title"], title)
         return obj
 
-    def test_gzip_and_deflate_bodies_are_inflated(self):
+    def test_gzip_deflate_and_br_bodies_are_inflated(self):
         for encoding, data in (("gzip", gzip.compress(GOOD.encode())),
                                ("GZIP", gzip.compress(GOOD.encode())),
                                ("deflate", zlib.compress(GOOD.encode())),
+                               ("br", brotli.compress(GOOD.encode())),
                                ("identity", GOOD.encode())):
             with self.subTest(encoding=encoding):
                 self.assert_stored(*self.post(data, {"Content-Encoding": encoding}))
@@ -195,11 +198,16 @@ class BodyTest(ServerTestCase):
         self.assertEqual(len(exact), LIMIT)
         self.assert_stored(*self.post(gzip.compress(exact), {"Content-Encoding": "gzip"}),
                            title="x" * filler)
+        self.assert_stored(*self.post(brotli.compress(exact), {"Content-Encoding": "br"}),
+                           title="x" * filler)
         before = count_rows(self.db)
-        for data in (gzip.compress(exact + b" "),
-                     gzip.compress(b'{"title":"' + b" " * 20_000_000 + b'"}')):  # 20 kB on the wire
-            with self.subTest(size=len(data)):
-                status, got = self.post(data, {"Content-Encoding": "gzip"})
+        bomb = b'{"title":"' + b" " * 20_000_000 + b'"}'
+        for encoding, data in (("gzip", gzip.compress(exact + b" ")),
+                               ("gzip", gzip.compress(bomb)),  # 20 kB on the wire
+                               ("br", brotli.compress(exact + b" ")),
+                               ("br", brotli.compress(bomb))):  # a few dozen bytes
+            with self.subTest(encoding=encoding, size=len(data)):
+                status, got = self.post(data, {"Content-Encoding": encoding})
                 self.assertEqual(status, 413, got)
                 self.assertEqual(json.loads(got), {"error": f"request body larger than {LIMIT} bytes"})
         self.assertEqual(count_rows(self.db), before)
@@ -209,6 +217,7 @@ class BodyTest(ServerTestCase):
         for name, encoding, data in (("not gzip", "gzip", GOOD.encode()),
                                      ("truncated", "gzip", whole[:-10]),
                                      ("raw deflate", "deflate", zlib.compress(GOOD.encode())[2:-4]),
+                                     ("not br", "br", GOOD.encode()),
                                      ("empty", "gzip", b"")):
             with self.subTest(name):
                 status, got = self.post(data, {"Content-Encoding": encoding})

@@ -1,6 +1,7 @@
 /*
  * test_body.c - unit tests of server/body.c: a request body as express.json
- * (body-parser 2) reads it: media type and charset, Content-Encoding, the size
+ * (body-parser 2) reads it: media type and charset, Content-Encoding (gzip,
+ * deflate, br), the size
  * limit on the decoded bytes, the BOM.
  *
  * Compressed inputs are made here with zlib's own deflate, so each test states
@@ -150,13 +151,42 @@ static void the_limit_is_on_the_inflated_size_and_inflating_stops_there(void)
     free(packed);
 }
 
+/* Brotli streams made by python3-brotli: {"a":1}, and a megabyte of spaces in 14 bytes. */
+#define BR_A1 "\x0b\x03\x80\x7b\x22\x61\x22\x3a\x31\x7d\x03"
+#define BR_SPACES_1M "\x5b\xff\xff\x8f\x5f\x02\x24\x1e\x0b\x04\x72\xef\x1f\x00"
+
+static void br_decompresses_under_the_limit(void)
+{
+    char msg[128], *exact = malloc(7);
+    const char *out;
+    size_t n;
+    CHECK_INT_EQ(decode("br", BR_A1, sizeof(BR_A1) - 1, 7, exact, &out, &n, msg, sizeof(msg)), 0);
+    CHECK_MEM_EQ(out, n, "{\"a\":1}");
+    /* bytes after the end of the stream are ignored, as Node's decoder ignores them */
+    CHECK_INT_EQ(decode("BR", BR_A1 "xyz", sizeof(BR_A1) + 2, 7, exact, &out, &n, msg, sizeof(msg)),
+                 0);
+    CHECK_INT_EQ(decode("br", BR_A1, sizeof(BR_A1) - 2, 7, exact, &out, &n, msg, sizeof(msg)), 400);
+    CHECK_STR_EQ(msg, "request body is not valid br data");
+    CHECK_INT_EQ(decode("br", "{}", 2, 7, exact, &out, &n, msg, sizeof(msg)), 400);
+    free(exact);
+    exact = malloc(6);
+    CHECK_INT_EQ(decode("br", BR_A1, sizeof(BR_A1) - 1, 6, exact, &out, &n, msg, sizeof(msg)), 413);
+    free(exact);
+    exact = malloc(1000);
+    CHECK_INT_EQ(decode("br", BR_SPACES_1M, sizeof(BR_SPACES_1M) - 1, 1000, exact, &out, &n, msg,
+                        sizeof(msg)),
+                 413);
+    CHECK_STR_EQ(msg, "request body larger than 1000 bytes");
+    free(exact);
+}
+
 static void other_encodings_are_415(void)
 {
     char msg[128];
     const char *out;
     size_t n;
-    CHECK_INT_EQ(decode("br", "x", 1, 8, NULL, &out, &n, msg, sizeof(msg)), 415);
-    CHECK_STR_EQ(msg, "unsupported content encoding \"br\"");
+    CHECK_INT_EQ(decode("zstd", "x", 1, 8, NULL, &out, &n, msg, sizeof(msg)), 415);
+    CHECK_STR_EQ(msg, "unsupported content encoding \"zstd\"");
     CHECK_INT_EQ(decode("Compress", "x", 1, 8, NULL, &out, &n, msg, sizeof(msg)), 415);
     CHECK_STR_EQ(msg, "unsupported content encoding \"compress\"");
     CHECK_INT_EQ(decode("gzip, gzip", "x", 1, 8, NULL, &out, &n, msg, sizeof(msg)), 415);
@@ -190,6 +220,7 @@ int main(void)
     CHECK_RUN(gzip_members_in_a_row_are_one_body_and_zero_padding_is_ignored);
     CHECK_RUN(truncated_and_empty_compressed_bodies_are_400);
     CHECK_RUN(the_limit_is_on_the_inflated_size_and_inflating_stops_there);
+    CHECK_RUN(br_decompresses_under_the_limit);
     CHECK_RUN(other_encodings_are_415);
     CHECK_RUN(a_utf8_bom_is_stripped_once);
     return check_summary();

@@ -134,7 +134,7 @@ PEER_BASES = {
     "bun": ("oven/bun:1.4.4-debian", "bun server.js"),
     "deno": ("denoland/deno:debian-2.9.8", "deno run -A server.js"),
 }
-RUNTIME_PACKAGES = {"libh2o-evloop0.13", "libpq5", "libcjson1", "ca-certificates"}
+RUNTIME_PACKAGES = {"libh2o-evloop0.13", "libpq5", "libcjson1", "libbrotli1", "ca-certificates"}
 
 
 # ---------------------------------------------------------------- reporting

@@ -12,18 +12,18 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 
-# What building and running need.
+# What building and running need (zlib and Brotli's decoder inflate request bodies).
 PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-dev libssl-dev
-          postgresql postgresql-contrib curl ca-certificates openssl)
-# What the tests add: Debian's python3 with psycopg2, promtool, clang for
-# sanitizers and libFuzzer, clang-format for the style check, wrk for load smoke tests,
-# graphviz for the check that server/diagrams are current, the load generators
-# the loadlib adapters drive (h2load, ab, hey, siege, httperf, locust);
-# for docker/: the engine (docker.io), mmdebstrap for the Debian base image,
-# Compose v1, and kubectl for rendering docker/kubernetes/ (Debian's
+          zlib1g-dev libbrotli-dev postgresql postgresql-contrib curl ca-certificates openssl)
+# What the tests add: Debian's python3 with psycopg2 (and brotli, to compress test
+# bodies), promtool, clang for sanitizers and libFuzzer, clang-format for the style
+# check, wrk for load smoke tests, graphviz for the check that server/diagrams are
+# current, the load generators the loadlib adapters drive (h2load, ab, hey, siege,
+# httperf, locust); for docker/: the engine (docker.io), mmdebstrap for the Debian
+# base image, Compose v1, and kubectl for rendering docker/kubernetes/ (Debian's
 # kubernetes-client only where no kubectl is on PATH: a newer one is not replaced).
-TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml prometheus clang libclang-rt-14-dev clang-format
-               wrk valgrind docker-compose graphviz docker.io mmdebstrap
+TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml python3-brotli prometheus clang
+               libclang-rt-14-dev clang-format wrk valgrind docker-compose graphviz docker.io mmdebstrap
                nghttp2-client apache2-utils hey siege httperf python3-locust)
 command -v kubectl >/dev/null || TEST_PACKAGES+=(kubernetes-client)
 

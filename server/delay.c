@@ -149,25 +149,22 @@ static void on_delay_due(notesd_req_t *r)
 int delay_get(notesd_req_t *r)
 {
     h2o_req_t *req = r->req;
-    h2o_iovec_t p = req->path_normalized;
+    h2o_iovec_t p = r->param; /* what follows "/delay/" */
     long ms = 0, jitter = 0;
 
-    if (p.len <= 7 || p.len > 7 + 5) {
+    int digits = p.len > 0 && p.len <= 5;
+    for (size_t i = 0; digits && i < p.len; i++) {
+        digits = p.base[i] >= '0' && p.base[i] <= '9';
+        ms = ms * 10 + (p.base[i] - '0');
+    }
+    if (!digits || ms > DELAY_MAX_MS) {
         respond_error(r, 400, "delay must be a whole number of milliseconds, 0 to 60000");
         return 0;
     }
-    for (size_t i = 7; i < p.len; i++) {
-        if (p.base[i] < '0' || p.base[i] > '9') {
-            respond_error(r, 400, "delay must be a whole number of milliseconds, 0 to 60000");
-            return 0;
-        }
-        ms = ms * 10 + (p.base[i] - '0');
-    }
-    if (ms > DELAY_MAX_MS ||
-        (req->query_at != SIZE_MAX && validate_query_number(req->path.base + req->query_at + 1,
-                                                            req->path.len - req->query_at - 1,
-                                                            "jitter", DELAY_MAX_MS, &jitter) < 0)) {
-        respond_error(r, 400, "delay and jitter must be whole numbers of milliseconds, 0 to 60000");
+    if (req->query_at != SIZE_MAX &&
+        validate_query_number(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1,
+                              "jitter", DELAY_MAX_MS, &jitter) < 0) {
+        respond_error(r, 400, "jitter must be a whole number of milliseconds, 0 to 60000");
         return 0;
     }
     r->u.delay.ms = ms;

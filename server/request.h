@@ -28,7 +28,8 @@ struct notesd_req {
     int status;          /* the status recorded when the request ended (0: client left) */
     uint8_t route;       /* enum route_id (routes.h) */
     uint8_t timing_sent; /* 1 once the Server-Timing header was added */
-    h2o_iovec_t param;   /* the `:param` segment of the path, for routes that have one */
+    h2o_iovec_t param;   /* MATCH_PARAM: the `:param` segment, percent-decoded; MATCH_PREFIX:
+                            the rest of the path after the prefix and its "/", as sent */
     /* The handler's clean-up, run first when the request is disposed of; it
      * takes back whatever still refers to the request (a query, a timer). */
     void (*on_dispose)(notesd_req_t *r);

@@ -215,6 +215,18 @@ class NotesApiTest(unittest.TestCase):
                 self.assertEqual(status, 404, body)
                 self.assertNotIn(b"secret", body)
 
+    def test_static_paths_as_express_serves_them(self):
+        # The router ignores case; the file path is resolved as a file path.
+        for path in ("/STATIC/app.min.js", "/Static/./app.min.js", "/static/sub/../app.min.js",
+                     "/static/app%2Emin.js"):
+            with self.subTest(path=path):
+                status, _, body = self.get(path)
+                self.assertEqual((status, body), (200, b"var a=1;" * 1000))
+        # A directory: redirected to its trailing slash, and never listed.
+        status, headers, _ = self.get("/static/sub")
+        self.assertEqual((status, headers["location"]), (301, "/static/sub/"))
+        self.assertEqual(self.get("/static/sub/")[0], 404)
+
     def test_static_answers_carry_server_timing_once(self):
         # Regression: the 404 and 405 of /static used to carry the header twice.
         for method, path, status in (("GET", "/static/app.min.js", 200),

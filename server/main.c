@@ -242,10 +242,13 @@ int main(int argc, char **argv)
     signals = watch_signals(main_loop->ctx.loop);
 
     describe_db(db, sizeof(db));
+    char pipeline[32] = "";
+    if (config.pipeline_depth > 0)
+        snprintf(pipeline, sizeof(pipeline), ", pipeline %d", config.pipeline_depth);
     log_info("listening on http://%s:%d, metrics on http://%s:%d/metrics; %d loop(s), pool max %d "
-             "(%s statements), database %s",
+             "(%s statements%s), database %s",
              config.host, config.port, config.metrics_host, config.metrics_port, server.nloops,
-             config.pool_max, config.prepared ? "prepared" : "unnamed", db);
+             config.pool_max, config.prepared ? "prepared" : "unnamed", pipeline, db);
 
     run_loop(main_loop);
     for (int i = 1; i < server.nloops; i++)

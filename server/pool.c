@@ -643,22 +643,27 @@ void pool_start(pool_t *pool, h2o_loop_t *loop)
 }
 
 /* A connection that can take a query now, without overtaking a waiter: the
- * idle one used last (LIFO), or else in pipeline mode the oldest busy one
- * with room. A busy connection is preferred to opening a new one: the query
- * goes out now rather than after a connect. */
+ * idle one used last (LIFO); or else, in pipeline mode and once the pool has
+ * opened all the connections it may, the busy one with the fewest queries in
+ * flight. Below POOL_MAX the query waits and the pool opens a connection, as
+ * pg.Pool does: PostgreSQL runs each connection's statements one after the
+ * other, so spreading queries over more backends lets more of them run (and
+ * commit) at once; pipelining is for the queries beyond that. */
 static pool_conn_t *pick_connection(pool_t *pool)
 {
     if (pool->idle.len > 0)
         return H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next);
-    if (pool->per_conn == 1 || pool->waiting.len > 0)
+    if (pool->per_conn == 1 || pool->waiting.len > 0 || total(pool) < (size_t)pool->max)
         return NULL;
+    pool_conn_t *best = NULL;
     for (h2o_linklist_t *n = pool->busy.head.next; n != &pool->busy.head; n = n->next) {
         pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, n);
         /* One delivering a result takes its waiters when the callback returns. */
-        if (conn->count < pool->per_conn && !conn->delivering)
-            return conn;
+        if (conn->count < pool->per_conn && !conn->delivering &&
+            (best == NULL || conn->count < best->count))
+            best = conn;
     }
-    return NULL;
+    return best;
 }
 
 enum pool_admit pool_query(pool_t *pool, pool_query_t *q)

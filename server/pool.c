@@ -345,7 +345,8 @@ static void on_pg_ready(pgconn_t *pg, void *data)
  * the server's primary message; when the messages are translated
  * (lc_messages), by the time taken: statement_timeout never fires before
  * QUERY_TIMEOUT_MS has passed since the statement started, and we measured
- * from before it was sent. */
+ * from before it was sent. (In pipeline mode a query's time also holds its wait
+ * behind the queries before it, so there a slow cancel may pass for a timeout.) */
 static int is_statement_timeout(pool_t *pool, const PGresult *res, uint64_t took_ns)
 {
     const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);

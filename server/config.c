@@ -46,6 +46,8 @@ static const struct option_row options[] = {
      "address the metrics port listens on"},
     {"metrics-port", "METRICS_PORT", OPT_INT, FIELD(metrics_port), "9091", 0, 65535,
      "port of /metrics, /healthz and /readyz; 0 turns it off"},
+    {"pipeline", "PIPELINE_DEPTH", OPT_INT, FIELD(pipeline_depth), "0", 0, 256,
+     "libpq pipeline mode: up to this many queries in flight per connection; 0 = off"},
     {"pool-acquire-timeout-ms", "POOL_ACQUIRE_TIMEOUT_MS", OPT_INT, FIELD(pool_acquire_timeout_ms),
      "10000", 0, INT_MAX, "longest wait for a database connection (503 after); 0 = forever"},
     {"pool-connect-timeout-ms", "POOL_CONNECT_TIMEOUT_MS", OPT_INT, FIELD(pool_connect_timeout_ms),

@@ -24,6 +24,7 @@ typedef struct notesd_config {
     int client_timeout_ms;       /* h2o's request and keep-alive idle timeout */
     int query_timeout_ms;        /* deadline of one query on the loop and on the server; 0 = none */
     int prepared;                /* 1: named prepared statements; 0: unnamed, like node-postgres */
+    int pipeline_depth;          /* queries in flight per connection (pipeline mode); 0 = off */
     const char *metrics_host;    /* address of the metrics listener */
     int metrics_port;            /* port of the metrics listener; 0 = no metrics listener */
     int lag_interval_ms;         /* period of the event-loop lag probe */

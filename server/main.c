@@ -252,11 +252,14 @@ int main(int argc, char **argv)
     char tls[96] = "";
     if (server.ssl_ctx != NULL)
         snprintf(tls, sizeof(tls), ", https://%s:%d (h2, http/1.1)", config.host, config.tls_port);
+    char pipeline[32] = "";
+    if (config.pipeline_depth > 0)
+        snprintf(pipeline, sizeof(pipeline), ", pipeline %d", config.pipeline_depth);
     log_info("listening on http://%s:%d%s%s, metrics on http://%s:%d/metrics; %d loop(s), pool max "
-             "%d (%s statements), database %s",
+             "%d (%s statements%s), database %s",
              config.host, config.port, config.h2c ? " (h2c too)" : "", tls, config.metrics_host,
              config.metrics_port, server.nloops, config.pool_max,
-             config.prepared ? "prepared" : "unnamed", db);
+             config.prepared ? "prepared" : "unnamed", pipeline, db);
 
     run_loop(main_loop);
     for (int i = 1; i < server.nloops; i++)

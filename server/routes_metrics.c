@@ -160,7 +160,7 @@ static void lag_metrics(out_t *o)
 
 static void pool_metrics(out_t *o)
 {
-    size_t connections = 0, idle = 0, waiting = 0;
+    size_t connections = 0, idle = 0, waiting = 0, in_flight = 0;
     uint64_t errors = 0, opened = 0, rejected = 0, acquire_timeouts = 0, query_timeouts = 0;
     int max = 0;
     histogram_t acquire, query[8];
@@ -175,6 +175,7 @@ static void pool_metrics(out_t *o)
             STAT_READ(pool->connecting.len) + STAT_READ(pool->idle.len) + STAT_READ(pool->busy.len);
         idle += STAT_READ(pool->idle.len);
         waiting += STAT_READ(pool->waiting.len);
+        in_flight += STAT_READ(pool->in_flight);
         max += pool->max;
         errors += STAT_READ(pool->stats.connection_errors);
         opened += STAT_READ(pool->stats.connects);
@@ -195,6 +196,10 @@ static void pool_metrics(out_t *o)
     family(o, "notes_db_pool_waiting_requests", "gauge",
            "Queries waiting for a connection (pg.Pool waitingCount).");
     put(o, "notes_db_pool_waiting_requests %zu\n", waiting);
+    family(o, "notes_db_pool_queries_in_flight", "gauge",
+           "Queries sent and not yet answered, over every connection (above the busy "
+           "connections only with --pipeline).");
+    put(o, "notes_db_pool_queries_in_flight %zu\n", in_flight);
     family(o, "notes_db_pool_max_connections", "gauge", "The pool's connection limit (POOL_MAX).");
     put(o, "notes_db_pool_max_connections %d\n", max);
     family(o, "notes_db_pool_acquire_duration_seconds", "histogram",

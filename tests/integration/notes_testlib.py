@@ -108,7 +108,8 @@ class Notesd:
         self.port = free_port()
         self.metrics_port = free_port()
         full_env = {k: v for k, v in os.environ.items()
-                    if k not in ("PORT", "HOST", "POOL_MAX", "METRICS_PORT", "PREPARED")}
+                    if k not in ("PORT", "HOST", "POOL_MAX", "METRICS_PORT", "PREPARED",
+                                 "PIPELINE_DEPTH")}
         full_env.update({"DB_URL": db_url, "PORT": str(self.port), "HOST": "127.0.0.1",
                          "METRICS_PORT": str(self.metrics_port), "METRICS_HOST": "127.0.0.1",
                          "LOG_LEVEL": "warn"})

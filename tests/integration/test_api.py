@@ -20,11 +20,13 @@ JSON_CT = "application/json; charset=utf-8"
 
 class NotesApiTest(unittest.TestCase):
     prepared = False
+    pipeline = 0
     threads = 1
 
     @classmethod
     def setUpClass(cls):
-        name = "api" + ("_prepared" if cls.prepared else "") + f"_t{cls.threads}"
+        name = ("api" + ("_prepared" if cls.prepared else "") +
+                (f"_pipeline{cls.pipeline}" if cls.pipeline else "") + f"_t{cls.threads}")
         cls.db_url = create_database(name)
         cls.db = db_connect(name)
         cls.static_dir = tempfile.mkdtemp(prefix="notesd-static-")
@@ -38,7 +40,8 @@ class NotesApiTest(unittest.TestCase):
         cls.outside.close()
         os.symlink(cls.outside.name, os.path.join(cls.static_dir, "link.txt"))
         args = (["--prepared"] if cls.prepared else []) + ["--threads", str(cls.threads)]
-        cls.server = Notesd(cls.db_url, args, env={"STATIC_DIR": cls.static_dir})
+        cls.server = Notesd(cls.db_url, args, env={"STATIC_DIR": cls.static_dir,
+                                                   "PIPELINE_DEPTH": str(cls.pipeline)})
         cls.port = cls.server.port
 
     @classmethod
@@ -326,6 +329,19 @@ class KnownLatencyAndTimingTest(unittest.TestCase):
 class PreparedNotesApiTest(NotesApiTest):
     """The same bytes with --prepared (named statements per connection)."""
     prepared = True
+
+
+class PipelineNotesApiTest(NotesApiTest):
+    """The same bytes in pipeline mode (PIPELINE_DEPTH=16: several queries in
+    flight on each connection)."""
+    pipeline = 16
+
+
+class PreparedPipelineNotesApiTest(NotesApiTest):
+    """The same bytes with --prepared in pipeline mode: the statements are
+    prepared in the same pipeline as the first queries."""
+    prepared = True
+    pipeline = 16
 
 
 class TwoLoopsNotesApiTest(NotesApiTest):

@@ -1,5 +1,6 @@
-"""Grouped bar charts as plain SVG text (no plotting library): the report's throughput
-and latency figures."""
+"""Charts as plain SVG text (no plotting library): grouped bars for the reports'
+throughput and latency figures, and lines through points for latency against
+throughput (loadtests/bench --sweep)."""
 import math
 from xml.sax.saxutils import escape
 
@@ -198,7 +199,8 @@ def line_chart(title, subtitle, series, x_unit, y_unit, log_y=False):
         out.append(f"<text x='{tx:.1f}' y='{top + plot_h + 16}' text-anchor='middle' "
                    f"fill='#444444'>{escape(tick_label(t))}</text>")
     out.append(f"<text x='16' y='{top + plot_h / 2:.1f}' transform='rotate(-90 16 "
-               f"{top + plot_h / 2:.1f})' text-anchor='middle' fill='#444444'>{escape(y_unit)}</text>")
+               f"{top + plot_h / 2:.1f})' text-anchor='middle' fill='#444444'>"
+               f"{escape(y_unit)}</text>")
     out.append(f"<text x='{left + plot_w / 2:.1f}' y='{top + plot_h + 34}' text-anchor='middle' "
                f"fill='#444444'>{escape(x_unit)}</text>")
     out.append(f"<line x1='{left}' y1='{top + plot_h}' x2='{left + plot_w}' y2='{top + plot_h}' "

@@ -47,7 +47,8 @@ class NetnsDatabase:
         if first:
             # listen on nb-db's address too, and let the server's namespace in
             with open(os.path.join(self.datadir, "postgresql.conf"), "a") as f:
-                f.write(f"\n# loadtests/bench --netns\nlisten_addresses = '127.0.0.1,{self.addr}'\n")
+                f.write("\n# loadtests/bench --netns\n"
+                        f"listen_addresses = '127.0.0.1,{self.addr}'\n")
             with open(os.path.join(self.datadir, "pg_hba.conf"), "a") as f:
                 f.write(f"host all all {netcheck.BENCH_NET} trust\n")
             self.localdb("stop")
@@ -290,7 +291,8 @@ def section(records, setup):
                f"every address from 198.18.0.0/15 and only inside those namespaces; links: "
                f"{setup['note']}. Each delay is one way, on both links, so a round trip "
                "between two hosts is twice it. CPU pinning as in the main runs (server on "
-               "CPU 1; wrk and PostgreSQL on CPU 0; the delay line unpinned, where the scheduler finds room).")
+               "CPU 1; wrk and PostgreSQL on CPU 0; the delay line unpinned, where the "
+               "scheduler finds room).")
     out.append("")
     trows = []
     for r in rows(records):
@@ -324,7 +326,8 @@ def section(records, setup):
     if tr:
         out.append(table(["one-way delay ms", "target", "notesd pipelined req/s", "best peer",
                           "ratio", "result"],
-                         [[f"{t['delay_ms']:g}", f"{t['subject']} ≥ {t['threshold']:g}× best peer",
+                         [[f"{t['delay_ms']:g}",
+                           f"{t['subject']} ≥ {t['threshold']:g}× best peer",
                            report.fmt(t["rps"]), f"{t['best_peer'] or '–'} "
                            f"{report.fmt(t['peer_rps'])}", report.fmt_ratio(t["value"]),
                            f"**{t['result']}**"] for t in tr]))

@@ -380,8 +380,8 @@ def startup_table(summary, order):
 
 def ceiling_section(rows, skipped):
     """The same-layout limits and the modelled ceiling of the database's core, as Markdown."""
-    out = ["## Database mixes: the limits in the same layout, and the ceiling of the database's core",
-           ""]
+    out = ["## Database mixes: the limits in the same layout, and the ceiling of the "
+           "database's core", ""]
     trows = []
     for r in rows:
         trows.append([

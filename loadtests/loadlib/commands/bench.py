@@ -322,7 +322,7 @@ class Bench:
         self.setup_peers()
         self.db = Database(None if a.pg_cpus == "all" else LOAD_CPU)
         self.thread_counts = [1]
-        if any(n > 1 for n in a.threads):
+        if a.rounds and any(n > 1 for n in a.threads):  # no rounds (--rounds 0): no curve
             if self.notesd_threads:
                 self.thread_counts = sorted({1} | set(a.threads))  # 1 thread: the targets'
             else:
@@ -737,8 +737,9 @@ class Bench:
         return per_round * a.rounds
 
     def run(self):
-        log(f"{len(self.units)} subjects × up to {len(self.tests)} tests × {self.args.rounds} "
-            f"round(s): about {self.estimate() / 60:.0f} min")
+        if self.args.rounds:
+            log(f"{len(self.units)} subjects × up to {len(self.tests)} tests × "
+                f"{self.args.rounds} round(s): about {self.estimate() / 60:.0f} min")
         for rnd in range(1, self.args.rounds + 1):
             order = self.units if rnd % 2 == 1 else list(reversed(self.units))
             names = [u.label if k == "server" else u for k, u in order]

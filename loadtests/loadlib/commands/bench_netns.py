@@ -131,6 +131,10 @@ def run(bench, log, server_cpus, load_cpus):
                     f"p99 {report.fmt(rec['p99_ms'])} ms" if rec["valid"]
                     else f"INVALID: {rec['invalid_reason']}"))
                 bench.save()
+        except netns.NetnsError as e:
+            bench.notes.append(f"--netns at {delay:g} ms: {e}")
+            log(f"--netns at {delay:g} ms failed: {e}")
+            break
         finally:
             teardown(bench)
 

@@ -403,7 +403,9 @@ class NetnsPlan(unittest.TestCase):
                          ["nsenter", "--net=/run/netns/nb-load", "--", "wrk"])
 
     def test_caps_and_targets(self):
-        self.assertEqual(bench_netns.caps(1.0, 20, 100), (50000.0, 10000.0))
+        self.assertEqual(bench_netns.caps(1.0, 20, 100), (25000.0, 10000.0, 2.5))
+        self.assertEqual(bench_netns.caps(5.0, 20, 400), (10000.0, 2000.0, 5.0))
+        self.assertEqual(bench_netns.caps(0, 20, 400), (None, None, None))
         recs = [{"delay_ms": 1.0, "subject": "notesd-pipeline", "valid": True, "rps": 9000},
                 {"delay_ms": 1.0, "subject": "notesd-prepared-pipeline", "valid": True,
                  "rps": 12000},
@@ -418,7 +420,7 @@ class NetnsPlan(unittest.TestCase):
         text = bench_netns.section(recs, {"link": "delayline", "delays_ms": [1.0, 5.0],
                                           "addresses": netns.addresses(), "pool": 20,
                                           "connections": 100, "note": "n"})
-        self.assertIn("| 1 | 2 | 50,000 | 10,000 |", text)
+        self.assertIn("| 1 | 2 | 25,000 | 10,000 | 2.50 |", text)
         self.assertIn("| 1 | notesd-prepared-pipeline | 12,000 |", text)
         self.assertIn("SKIP — needs root", bench_netns.section([], {"skipped": "needs root"}))
         self.assertEqual(bench_netns.section([], None), "")

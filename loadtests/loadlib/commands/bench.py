@@ -915,6 +915,10 @@ def main():
                         "(needs root and iproute2)")
     p.add_argument("--delays", type=delay_list, default=[0.25, 1.0, 5.0], metavar="MS,MS,...",
                    help="--netns: one-way delays in milliseconds (default 0.25,1,5)")
+    p.add_argument("--netns-connections", type=int, default=400, metavar="N",
+                   help="--netns: wrk -c (default 400: with a pool of 20 a pipelined server "
+                        "can reach at most connections / (2 × pool) times a pool-capped peer, "
+                        "and the 5 ms target needs 5×)")
     p.add_argument("--netns-link", choices=["auto", "netem", "delayline"], default="auto",
                    help="--netns: veth pairs with tc netem, or TUN devices and the user-space "
                         "delay line of bench.d/delayline.c (auto: netem when the kernel has it)")
@@ -934,8 +938,8 @@ def main():
         return 0
     if args.quick:
         args.rounds, args.duration, args.warmup = (1 if args.rounds else 0), 3, 1
-    if args.connections < 1 or args.pool < 1:
-        p.error("--connections and --pool must be positive")
+    if args.connections < 1 or args.pool < 1 or args.netns_connections < 1:
+        p.error("--connections, --netns-connections and --pool must be positive")
     if args.rounds < 0 or (args.rounds == 0 and not (args.sweep or args.netns)):
         p.error("--rounds must be positive (0 only with --sweep or --netns: just those)")
     if os.cpu_count() < 2:

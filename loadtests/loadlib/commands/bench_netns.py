@@ -107,7 +107,9 @@ def run(bench, log, server_cpus, load_cpus):
         method = "netem" if netns.netem_available() else "delayline"
     bench.netns_setup = {"link": method, "delays_ms": a.delays, "addresses": netns.addresses(),
                          "namespaces": netns.NAMES, "pool": a.pool,
-                         "connections": a.connections,
+                         "skipped_subjects": {s: why for s, why in bench.skipped.items()
+                                              if s in NETNS_SUBJECTS},
+                         "connections": a.netns_connections,
                          "note": ("veth pairs with tc netem on both ends" if method == "netem"
                                   else "TUN devices and the user-space delay line "
                                   "(loadtests/bench.d/delayline.c): this kernel has no netem")}
@@ -194,9 +196,10 @@ def run_subject(bench, layout, db, subject, delay, port, metrics_port, server_cp
         prefix = netns.in_ns("load", [])
         if not a.no_reset:
             db.reset()
-        toolrun.run_measured(bench.wrk_cmd(TEST, port, a.warmup, host=host, prefix=prefix),
+        conns = a.netns_connections
+        toolrun.run_measured(bench.wrk_cmd(TEST, port, a.warmup, conns, host, prefix),
                              env=wrk_env, timeout=a.warmup + 30)
-        wrk_cmd = bench.wrk_cmd(TEST, port, a.duration, host=host, prefix=prefix)
+        wrk_cmd = bench.wrk_cmd(TEST, port, a.duration, conns, host, prefix)
         db.settle()
         before = (time.monotonic(), procs.cpu_seconds(proc.pid), db.cpu(),
                   layout.wire_cpu_seconds(), procs.cpu_times())
@@ -272,13 +275,16 @@ def target_rows(records):
 
 
 def caps(delay_ms, pool, connections):
-    """What the round trips alone allow, in req/s: wrk's connections over the HTTP round
-    trip, and the pool's connections over the database round trip when each connection
-    carries one query at a time (no pipelining)."""
+    """What the round trips alone allow, in req/s: (wrk's connections over the shortest
+    a read request can take, one HTTP round trip plus one database round trip; the
+    pool's connections over the database round trip when each carries one query at a
+    time, as without pipelining; the first over the second, the largest ratio to a
+    peer that the pool caps). Nones for no delay."""
     rtt_s = 2 * delay_ms / 1e3
     if rtt_s <= 0:
-        return None, None
-    return connections / rtt_s, pool / rtt_s
+        return None, None, None
+    http, pooled = connections / (2 * rtt_s), pool / rtt_s
+    return http, pooled, http / pooled
 
 
 def section(records, setup):
@@ -313,19 +319,30 @@ def section(records, setup):
     out.append("")
     crows = []
     for d in setup["delays_ms"]:
-        http_cap, pool_cap = caps(d, setup["pool"], setup["connections"])
-        crows.append([f"{d:g}", f"{2 * d:g}", report.fmt(http_cap), report.fmt(pool_cap)])
-    out.append("What the round trips allow on their own: wrk's connections over the HTTP round "
-               "trip, and the pool over the database round trip when each of its connections "
-               "carries one query at a time (a query holds its connection for at least one "
-               "round trip). Without pipelining the pool size is the throughput: 20 "
-               "connections at 2 ms per round trip carry at most 10,000 queries/s, whatever "
-               "the CPUs could do; a bigger pool raises that cap (and PostgreSQL's memory and "
-               "contention), pipelining raises it by the depth without more connections.")
+        http_cap, pool_cap, most = caps(d, setup["pool"], setup["connections"])
+        crows.append([f"{d:g}", f"{2 * d:g}", report.fmt(http_cap), report.fmt(pool_cap),
+                      report.fmt_ratio(most)])
+    out.append(f"What the round trips allow on their own, with wrk `-c{setup['connections']}` "
+               f"and a pool of {setup['pool']}: a read request takes at least an HTTP round "
+               "trip and a database round trip, so wrk's connections carry at most "
+               "connections / (2 × RTT) requests a second; and a query holds its pool "
+               "connection for at least one round trip, so without pipelining the pool "
+               "carries at most pool / RTT queries a second, whatever the CPUs could do: 20 "
+               "connections at 2 ms per round trip, 10,000. A bigger pool raises that cap "
+               "(at PostgreSQL's cost: a backend and its memory per connection, more "
+               "contention); pipelining raises it by the depth without more connections. "
+               "The last column is the first cap over the second: the largest ratio a "
+               "pipelined server can reach against a pool-capped peer, connections / "
+               "(2 × pool) at any delay.")
     out.append("")
-    out.append(table(["one-way delay ms", "round trip ms", "HTTP cap req/s (wrk connections / RTT)",
-                      "pool cap queries/s (pool / RTT)"], crows))
+    out.append(table(["one-way delay ms", "round trip ms",
+                      "HTTP cap req/s (connections / 2 RTT)", "pool cap queries/s (pool / RTT)",
+                      "largest ratio to a pool-capped peer"], crows))
     out.append("")
+    for subject, why in (setup.get("skipped_subjects") or {}).items():
+        out.append(f"- {subject}: SKIP — {why}")
+    if setup.get("skipped_subjects"):
+        out.append("")
     tr = target_rows(records)
     if tr:
         out.append(table(["one-way delay ms", "target", "notesd pipelined req/s", "best peer",

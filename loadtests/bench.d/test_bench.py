@@ -404,7 +404,7 @@ class NetnsPlan(unittest.TestCase):
 
     def test_caps_and_targets(self):
         self.assertEqual(bench_netns.caps(1.0, 20, 100), (25000.0, 10000.0, 2.5))
-        self.assertEqual(bench_netns.caps(5.0, 20, 400), (10000.0, 2000.0, 5.0))
+        self.assertEqual(bench_netns.caps(5.0, 20, 400), (20000.0, 2000.0, 10.0))
         self.assertEqual(bench_netns.caps(0, 20, 400), (None, None, None))
         recs = [{"delay_ms": 1.0, "subject": "notesd-pipeline", "valid": True, "rps": 9000},
                 {"delay_ms": 1.0, "subject": "notesd-prepared-pipeline", "valid": True,

@@ -1,14 +1,19 @@
 """loadtests/bench: notesd against its physical limits and its peers, in one run.
 
   loadtests/bench [--rounds 3] [--duration 20s] [--warmup 5s] [--connections 100]
-                  [--subjects notesd,notesd-prepared,h2o,pgbench,node,bun,deno]
+                  [--subjects notesd,notesd-prepared,notesd-pipeline,...,pgbench,node,bun,deno]
                   [--tests json,hello,status,static,read,write,mixed]
                   [--threads 1,2] [--out DIR] [--quick]
+                  [--sweep] [--netns [--delays 0.25,1,5]] [--cleanup]
 
 Limits: h2o's own server (Debian's h2o 2.2.5) serving notesd's bytes from
 files for /json, /, /status and /static; pgbench running notesd's statements
-with as many connections as notesd's pool for the read, write and mixed mixes.
-Peers: the Express app of loadtests/peers on Node, Bun and Deno.
+with as many connections as notesd's pool for the read, write and mixed mixes,
+on the server's core and on the database's core, plain and pipelined, and the
+modelled ceiling of the database's core. Peers: the Express app of
+loadtests/peers on Node, Bun and Deno. After the rounds, --sweep (1 to 1000
+connections; bench_sweep.py) and --netns (three network namespaces with a
+network delay; bench_netns.py).
 
 Layout: the server under test on CPU 1, wrk and the private PostgreSQL on CPU 0
 (pgbench, which plays the server's part, on CPU 1). Every subject starts once

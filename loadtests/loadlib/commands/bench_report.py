@@ -412,8 +412,9 @@ def ceiling_section(rows, skipped):
                "The last two columns: PostgreSQL's CPU per query under notesd, and how much "
                "more it is than under pgbench (see loadtests/bench.d/README.md, \"PostgreSQL's "
                "CPU per query\").")
-    for s, why in skipped.items():
+    if skipped:
         out.append("")
+    for s, why in skipped.items():
         out.append(f"- {s}: SKIP — {why}")
     out.append("")
     return "\n".join(out)
@@ -485,7 +486,8 @@ def markdown(meta, summary, ratios, targets, scaling, runs, notes, ceilings=None
     out.append("Best peer: per figure, the best of node, bun and deno (most req/s; least "
                "latency, RSS, CPU, startup). Limits: h2o serving the same bytes from files for "
                "/json, /, /status, /static; pgbench with the same statements and connections "
-               "(`-M extended` for notesd, `-M prepared` for notesd-prepared) for the mixes. "
+               "(`-M extended` for notesd, `-M prepared` for notesd-prepared, pipelined "
+               "for the pipelined subjects) for the mixes. "
                "For pgbench, CPU and RSS are the pgbench client's (it plays the server's part), "
                "and its latency is per statement with 20 clients, not per HTTP request with "
                f"{meta['connections']} connections. `pgbench` and `pgbench-prepared` run on "

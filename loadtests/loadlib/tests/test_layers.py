@@ -17,11 +17,14 @@ LAYERS = [
     {"prom", "netcheck", "procs", "server", "pg", "pgbench", "mixes", "report", "charts", "tools.base"},
     {"quantile", "tools.wrk"},
     {"sampler", "tools.run"},
-    {"commands.analyze", "commands.bench_report"},
+    {"commands.analyze", "commands.bench_report", "commands.calibrate_matrix",
+     "commands.calibrate_scorecard"},
     {"commands.harness", "commands.bench", "commands.verify", "commands.calibrate", "commands.reconcile"},
 ]
 COMMANDS = LAYERS[-1]
-PART_OF = {"commands.analyze": "commands.harness", "commands.bench_report": "commands.bench"}
+PART_OF = {"commands.analyze": "commands.harness", "commands.bench_report": "commands.bench",
+           "commands.calibrate_matrix": "commands.calibrate",
+           "commands.calibrate_scorecard": "commands.calibrate"}
 
 
 def layer_of(module):

@@ -33,6 +33,8 @@ static const struct option_row options[] = {
      INT_MAX, "a client gets this long to send a request, and to stay idle on keep-alive"},
     {"db-url", "DB_URL", OPT_STRING, FIELD(db_url), NULL, 0, 0,
      "libpq connection URI of the notes database"},
+    {"h2c", "H2C", OPT_BOOL, FIELD(h2c), "0", 0, 0,
+     "also speak HTTP/2 over cleartext on the API port (prior knowledge or Upgrade: h2c)"},
     {"host", "HOST", OPT_STRING, FIELD(host), "0.0.0.0", 0, 0, "address the API listens on"},
     {"lag-interval-ms", "LAG_INTERVAL_MS", OPT_INT, FIELD(lag_interval_ms), "100", 1, 60000,
      "period of the event-loop lag probe"},
@@ -69,6 +71,12 @@ static const struct option_row options[] = {
      "directory served under /static/"},
     {"threads", "THREADS", OPT_INT, FIELD(threads), "1", 1, 64,
      "event loops, one thread each, sharing the port (SO_REUSEPORT) and POOL_MAX"},
+    {"tls-cert", "TLS_CERT", OPT_STRING, FIELD(tls_cert), NULL, 0, 0,
+     "PEM certificate (chain) of the TLS port"},
+    {"tls-key", "TLS_KEY", OPT_STRING, FIELD(tls_key), NULL, 0, 0,
+     "PEM private key of the TLS port"},
+    {"tls-port", "TLS_PORT", OPT_INT, FIELD(tls_port), "0", 0, 65535,
+     "port of the TLS listener (HTTP/2 and HTTP/1.1 by ALPN); 0 = no TLS"},
 };
 
 #define NUM_OPTIONS (sizeof(options) / sizeof(options[0]))

@@ -33,6 +33,10 @@ typedef struct notesd_config {
     int shutdown_timeout_ms;     /* how long a graceful shutdown may take */
     int server_timing;           /* 1: send Server-Timing on API responses */
     int threads;                 /* event loops, one per thread, each with a pool slice */
+    int tls_port;                /* port of the TLS listener (ALPN h2, http/1.1); 0 = none */
+    const char *tls_cert;        /* PEM certificate chain of the TLS listener */
+    const char *tls_key;         /* PEM private key of the TLS listener */
+    int h2c;                     /* 1: HTTP/2 over cleartext (prior knowledge, Upgrade: h2c) */
     int log_level;               /* enum log_level */
 } notesd_config_t;
 

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include "config.h"
 #include "http.h"
 #include "log.h"
@@ -156,10 +158,16 @@ void http_configure(void)
     /* Bodies up to max_body_bytes are ours to judge (413 with a JSON reason);
      * h2o itself refuses only far larger ones, before buffering them. */
     server.conf.max_request_entity_size = (size_t)config.max_body_bytes * 16;
-    /* The seed's clients speak HTTP/1.1; no h2c upgrade on the API port. */
-    server.conf.http1.upgrade_to_http2 = 0;
-    /* h2o 2.2.5's only HTTP/1 timeout: receiving a request, and idling between requests. */
+    /* The seed's clients speak HTTP/1.1: no h2c unless asked for. With it, h2o
+     * takes both ways in: a connection that opens with HTTP/2's preface (prior
+     * knowledge) and an HTTP/1.1 request with Upgrade: h2c. One setting of the
+     * shared configuration, so the metrics port speaks h2c too. */
+    server.conf.http1.upgrade_to_http2 = config.h2c;
+    /* h2o 2.2.5's only HTTP/1 timeout: receiving a request, and idling between
+     * requests; the same figure for HTTP/2's idle connections and TLS handshakes. */
     server.conf.http1.req_timeout = (uint64_t)config.client_timeout_ms;
+    server.conf.http2.idle_timeout = (uint64_t)config.client_timeout_ms;
+    server.conf.handshake_timeout = (uint64_t)config.client_timeout_ms;
 
     server.api_hosts[0] =
         h2o_config_register_host(&server.conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
@@ -167,6 +175,40 @@ void http_configure(void)
     server.metrics_hosts[0] =
         h2o_config_register_host(&server.conf, h2o_iovec_init(H2O_STRLIT("metrics")), 65535);
     register_port(server.metrics_hosts[0], PORT_METRICS);
+}
+
+int http_tls_configure(char *err, size_t len)
+{
+    if (config.tls_port == 0)
+        return 0;
+    if (config.tls_cert == NULL || config.tls_key == NULL) {
+        snprintf(err, len, "TLS_PORT needs TLS_CERT and TLS_KEY (see --help)");
+        return -1;
+    }
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    const char *what = NULL, *path = NULL;
+    if (ctx == NULL)
+        what = "cannot create a TLS context", path = "";
+    else if (SSL_CTX_use_certificate_chain_file(ctx, config.tls_cert) != 1)
+        what = "TLS_CERT: cannot load the certificate", path = config.tls_cert;
+    else if (SSL_CTX_use_PrivateKey_file(ctx, config.tls_key, SSL_FILETYPE_PEM) != 1)
+        what = "TLS_KEY: cannot load the private key", path = config.tls_key;
+    else if (SSL_CTX_check_private_key(ctx) != 1)
+        what = "TLS_KEY: the key does not match the certificate", path = config.tls_key;
+    if (what != NULL) {
+        char reason[256];
+        ERR_error_string_n(ERR_peek_last_error(), reason, sizeof(reason));
+        snprintf(err, len, "%s %s (%s)", what, path, reason);
+        SSL_CTX_free(ctx);
+        return -1;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+    /* h2o_alpn_protocols is "h2" (and its drafts), then "http/1.1": h2o picks
+     * HTTP/2 when the client offers it and HTTP/1.1 otherwise. */
+    h2o_ssl_register_alpn_protocols(ctx, h2o_alpn_protocols);
+    server.ssl_ctx = ctx;
+    return 0;
 }
 
 static void on_connection_closed(void *data)
@@ -185,6 +227,8 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     /* Accept everything that is waiting, so a burst costs one wake-up. */
     while ((sock = h2o_evloop_socket_accept(listener)) != NULL) {
         STAT_ADD(this_loop->stats.open_connections, 1);
+        if (accept_ctx != &this_loop->metrics_accept)
+            STAT_ADD(this_loop->stats.accepted, 1);
         sock->on_close.cb = on_connection_closed;
         sock->on_close.data = this_loop;
         h2o_accept(accept_ctx, sock);
@@ -229,6 +273,9 @@ int http_open_listeners(void)
         server.loops[i].metrics_fd = -1;
         if ((server.loops[i].api_fd = bind_listen(config.host, config.port, reuseport)) < 0)
             return -1;
+        if (server.ssl_ctx != NULL &&
+            (server.loops[i].tls_fd = bind_listen(config.host, config.tls_port, reuseport)) < 0)
+            return -1;
     }
     if (config.metrics_port != 0 &&
         (server.loops[0].metrics_fd = bind_listen(config.metrics_host, config.metrics_port, 0)) < 0)
@@ -237,10 +284,11 @@ int http_open_listeners(void)
 }
 
 static h2o_socket_t *watch_listener(notesd_loop_t *loop, int fd, h2o_accept_ctx_t *accept_ctx,
-                                    h2o_hostconf_t **hosts)
+                                    h2o_hostconf_t **hosts, SSL_CTX *ssl_ctx)
 {
     accept_ctx->ctx = &loop->ctx;
     accept_ctx->hosts = hosts;
+    accept_ctx->ssl_ctx = ssl_ctx; /* h2o does the handshake, then ALPN picks the protocol */
     h2o_socket_t *sock = h2o_evloop_socket_create(loop->ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     sock->data = accept_ctx;
     h2o_socket_read_start(sock, on_accept);
@@ -251,10 +299,14 @@ void http_start_loop(notesd_loop_t *loop)
 {
     this_loop = loop;
     h2o_context_init(&loop->ctx, h2o_evloop_create(), &server.conf);
-    loop->api_listener = watch_listener(loop, loop->api_fd, &loop->api_accept, server.api_hosts);
+    loop->api_listener =
+        watch_listener(loop, loop->api_fd, &loop->api_accept, server.api_hosts, NULL);
+    if (loop->tls_fd >= 0)
+        loop->tls_listener =
+            watch_listener(loop, loop->tls_fd, &loop->tls_accept, server.api_hosts, server.ssl_ctx);
     if (loop->metrics_fd >= 0)
-        loop->metrics_listener =
-            watch_listener(loop, loop->metrics_fd, &loop->metrics_accept, server.metrics_hosts);
+        loop->metrics_listener = watch_listener(loop, loop->metrics_fd, &loop->metrics_accept,
+                                                server.metrics_hosts, NULL);
 }
 
 void http_stop_accepting(notesd_loop_t *loop)
@@ -263,6 +315,11 @@ void http_stop_accepting(notesd_loop_t *loop)
         h2o_socket_read_stop(loop->api_listener);
         h2o_socket_close(loop->api_listener);
         loop->api_listener = NULL;
+    }
+    if (loop->tls_listener != NULL) {
+        h2o_socket_read_stop(loop->tls_listener);
+        h2o_socket_close(loop->tls_listener);
+        loop->tls_listener = NULL;
     }
     if (loop->metrics_listener != NULL) {
         h2o_socket_read_stop(loop->metrics_listener);

@@ -9,13 +9,18 @@
 #ifndef NOTESD_HTTP_H
 #define NOTESD_HTTP_H
 
+#include "compiler.h"
 #include "loop.h"
 
 /* Registers every row of the route table; call once, before http_open_listeners. */
 void http_configure(void);
 
-/* Opens the listening sockets of every loop (one per loop on the API port,
- * one metrics socket); returns 0, or -1 after logging why. */
+/* With a TLS port: loads TLS_CERT and TLS_KEY and offers h2 and http/1.1 by
+ * ALPN. Returns 0, or -1 with a one-line reason in `err` (a bad setting). */
+NOTESD_MUSTCHECK int http_tls_configure(char *err, size_t len);
+
+/* Opens the listening sockets of every loop (one per loop on the API port and
+ * on the TLS port, one metrics socket); returns 0, or -1 after logging why. */
 int http_open_listeners(void);
 
 /* On the loop's own thread: creates its event loop and context and starts

@@ -29,12 +29,12 @@ typedef struct notesd_loop {
     int index;
     pthread_t thread;
     h2o_context_t ctx;
-    h2o_accept_ctx_t api_accept, metrics_accept;
-    int api_fd, metrics_fd;                        /* listening sockets, opened by main */
-    h2o_socket_t *api_listener, *metrics_listener; /* metrics: loop 0 only */
-    pool_t pool;                                   /* this loop's slice of POOL_MAX */
-    stats_loop_t stats;                            /* HTTP series, in flight, connections */
-    lag_probe_t lag;                               /* the event-loop lag probe */
+    h2o_accept_ctx_t api_accept, tls_accept, metrics_accept;
+    int api_fd, tls_fd, metrics_fd; /* listening sockets, opened by main; -1: none */
+    h2o_socket_t *api_listener, *tls_listener, *metrics_listener; /* metrics: loop 0 only */
+    pool_t pool;        /* this loop's slice of POOL_MAX */
+    stats_loop_t stats; /* HTTP series, in flight, connections */
+    lag_probe_t lag;    /* the event-loop lag probe */
     enum loop_state state;
     int wakeup_fd;        /* an eventfd: "begin shutdown" */
     h2o_socket_t *wakeup; /* watches wakeup_fd */
@@ -46,6 +46,7 @@ typedef struct notesd_loop {
 typedef struct notesd_server {
     h2o_globalconf_t conf;
     h2o_hostconf_t *api_hosts[2], *metrics_hosts[2]; /* NULL-terminated, for accept */
+    SSL_CTX *ssl_ctx; /* the TLS port's certificate and ALPN; NULL: no TLS port */
     notesd_loop_t *loops;
     int nloops;
 } notesd_server_t;

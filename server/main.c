@@ -29,6 +29,7 @@
 #include "lag.h"
 #include "log.h"
 #include "loop.h"
+#include "routes_fixture.h"
 #include "statements.h"
 
 static h2o_socket_t *signals; /* loop 0 only */
@@ -146,6 +147,7 @@ static void start_loop(notesd_loop_t *loop)
     pool_start(&loop->pool, evloop);
     lag_start(&loop->lag, evloop);
     delay_start(evloop);
+    fixture_start(evloop);
     h2o_timeout_init(evloop, &loop->drain_timeout, 20);
     loop->drain_entry.cb = on_drain_check;
     loop->wakeup = h2o_evloop_socket_create(evloop, loop->wakeup_fd, H2O_SOCKET_FLAG_DONT_READ);
@@ -169,6 +171,7 @@ static void finish_loop(notesd_loop_t *loop)
     h2o_socket_close(loop->wakeup);
     lag_stop(&loop->lag);
     delay_stop();
+    fixture_stop();
     h2o_timeout_dispose(loop->ctx.loop, &loop->drain_timeout);
     pool_dispose(&loop->pool);
 }
@@ -215,6 +218,10 @@ int main(int argc, char **argv)
         loop->pool.max = config.pool_max / config.threads + (i < config.pool_max % config.threads);
     }
     http_configure();
+    if (http_tls_configure(err, sizeof(err)) != 0) {
+        fprintf(stderr, "notesd: %s\n", err);
+        return 2;
+    }
     if (http_open_listeners() != 0)
         return 1;
 
@@ -242,10 +249,14 @@ int main(int argc, char **argv)
     signals = watch_signals(main_loop->ctx.loop);
 
     describe_db(db, sizeof(db));
-    log_info("listening on http://%s:%d, metrics on http://%s:%d/metrics; %d loop(s), pool max %d "
-             "(%s statements), database %s",
-             config.host, config.port, config.metrics_host, config.metrics_port, server.nloops,
-             config.pool_max, config.prepared ? "prepared" : "unnamed", db);
+    char tls[96] = "";
+    if (server.ssl_ctx != NULL)
+        snprintf(tls, sizeof(tls), ", https://%s:%d (h2, http/1.1)", config.host, config.tls_port);
+    log_info("listening on http://%s:%d%s%s, metrics on http://%s:%d/metrics; %d loop(s), pool max "
+             "%d (%s statements), database %s",
+             config.host, config.port, config.h2c ? " (h2c too)" : "", tls, config.metrics_host,
+             config.metrics_port, server.nloops, config.pool_max,
+             config.prepared ? "prepared" : "unnamed", db);
 
     run_loop(main_loop);
     for (int i = 1; i < server.nloops; i++)

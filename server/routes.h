@@ -47,6 +47,10 @@ typedef int (*route_handler_t)(notesd_req_t *r);
     X(ROUTE_STATIC, "/static", PORT_API, MATCH_PREFIX, misc_static, NULL, NULL, NULL,              \
       misc_static_setup)                                                                           \
     X(ROUTE_DELAY, "/delay/:ms", PORT_API, MATCH_PREFIX, delay_get, NULL, NULL, NULL, NULL)        \
+    X(ROUTE_FAULT, "/fault/:status", PORT_API, MATCH_PARAM, fixture_fault, NULL, NULL, NULL, NULL) \
+    X(ROUTE_BYTES, "/bytes/:n", PORT_API, MATCH_PARAM, fixture_bytes, NULL, NULL, NULL, NULL)      \
+    X(ROUTE_DRIP, "/drip", PORT_API, MATCH_EXACT, fixture_drip, NULL, NULL, NULL, NULL)            \
+    X(ROUTE_STALL, "/stall", PORT_API, MATCH_EXACT, fixture_stall, NULL, NULL, NULL, NULL)         \
     X(ROUTE_OTHER, "other", PORT_API, MATCH_NONE, NULL, NULL, NULL, NULL, NULL)                    \
     X(ROUTE_METRICS, "/metrics", PORT_METRICS, MATCH_PREFIX, metrics_get, NULL, NULL, NULL,        \
       metrics_setup)                                                                               \
@@ -70,7 +74,8 @@ typedef struct route {
 /* The rows, indexed by route id. */
 extern const route_t routes[ROUTE__COUNT];
 
-/* The handlers the rows name (routes_notes.c, routes_misc.c, delay.c, routes_metrics.c). */
+/* The handlers the rows name (routes_notes.c, routes_misc.c, delay.c, routes_fixture.c,
+ * routes_metrics.c). */
 int notes_get(notesd_req_t *r);
 int notes_update(notesd_req_t *r);
 int notes_list(notesd_req_t *r);
@@ -82,6 +87,10 @@ int misc_primes(notesd_req_t *r);
 int misc_static(notesd_req_t *r);
 void misc_static_setup(h2o_pathconf_t *pathconf);
 int delay_get(notesd_req_t *r);
+int fixture_fault(notesd_req_t *r);
+int fixture_bytes(notesd_req_t *r);
+int fixture_drip(notesd_req_t *r);
+int fixture_stall(notesd_req_t *r);
 int metrics_get(notesd_req_t *r);
 void metrics_setup(h2o_pathconf_t *pathconf);
 int metrics_healthz(notesd_req_t *r);

@@ -267,6 +267,7 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     char labels[128];
     int64_t in_flight = 0;
     size_t connections = 0;
+    uint64_t accepted = 0, stalls = 0, stall_ns = 0;
 
     family(o, "http_requests_total", "counter",
            "Requests answered, by method, route template and status (0: client left first).");
@@ -296,11 +297,22 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     for (int l = 0; l < server.nloops; l++) {
         in_flight += STAT_READ(server.loops[l].stats.in_flight);
         connections += STAT_READ(server.loops[l].stats.open_connections);
+        accepted += STAT_READ(server.loops[l].stats.accepted);
+        stalls += STAT_READ(server.loops[l].stats.stalls);
+        stall_ns += STAT_READ(server.loops[l].stats.stall_ns);
     }
     family(o, "http_requests_in_flight", "gauge", "Requests received and not yet disposed of.");
     put(o, "http_requests_in_flight %lld\n", (long long)in_flight);
     family(o, "notes_http_connections", "gauge", "Open HTTP connections on both ports.");
     put(o, "notes_http_connections %zu\n", connections);
+    family(o, "notes_http_connections_accepted_total", "counter",
+           "Connections accepted on the API ports (plain and TLS), every protocol.");
+    put(o, "notes_http_connections_accepted_total %llu\n", (unsigned long long)accepted);
+    family(o, "notes_stalls_total", "counter", "Pauses of an event loop made by GET /stall.");
+    put(o, "notes_stalls_total %llu\n", (unsigned long long)stalls);
+    family(o, "notes_stall_seconds_total", "counter",
+           "Seconds the event loops were paused by GET /stall, measured around each pause.");
+    put(o, "notes_stall_seconds_total %.9f\n", (double)stall_ns / 1e9);
 }
 
 static void build_metrics(out_t *o)

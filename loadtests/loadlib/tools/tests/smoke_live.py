@@ -171,13 +171,13 @@ def capture(names):
             if adapter.NAME not in names:
                 continue
             for case, spec in cases(notesd).items():
-                if adapter is httperf and not spec.requests:
-                    spec = replace(spec, requests=400)
+                if adapter in (httperf, curl) and not spec.requests:
+                    spec = replace(spec, requests=400)  # tools that run a count
                 with tempfile.TemporaryDirectory() as workdir:
                     argv, out, err, rc = run(adapter, spec, workdir)
                     dest = os.path.join(FIXTURES, adapter.NAME, case)
                     shutil.rmtree(dest, ignore_errors=True)
-                    shutil.copytree(workdir, dest, ignore=shutil.ignore_patterns(".siege"))
+                    shutil.copytree(workdir, dest, ignore=shutil.ignore_patterns(".siege", curl.CONFIG))
                 with open(os.path.join(dest, "stdout.txt"), "w") as f:
                     f.write(out)
                 with open(os.path.join(dest, "stderr.txt"), "w") as f:

@@ -2,7 +2,8 @@
 layers (read from its import statements), so the bottom parts can be read, tested
 and reused alone. The commands sit on top and never import each other: what two
 commands share belongs in the library below them. A command's own part (the
-harness's analyze, bench's bench_report) is imported by that command alone.
+harness's analyze, bench's bench_report, calibrate's matrix and scorecard) is
+imported by that command alone.
 
     /usr/bin/python3 loadtests/loadlib/tests/test_layers.py
 """

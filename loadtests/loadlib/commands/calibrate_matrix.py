@@ -323,6 +323,16 @@ def judge_counts(run, check="counts"):
     figures = {"tool": tool, "server": seen, "difference": diff, "connections": c}
     if tool == 0:
         return record(check, FAIL, diff, "the tool counted no requests", "", figures)
+    lost = {k: v for k, v in res["errors"].items() if v and k != "non2xx"}
+    if lost:
+        figures["failed"] = lost
+        kinds = ", ".join(f"{v} {k}" for k, v in lost.items())
+        return record(check, FAIL, diff, f"tool {tool}, server {seen}; {sum(lost.values())} "
+                      f"requests failed without an answer ({kinds})",
+                      f"the server's figure is right: it answered every request that reached it "
+                      f"({seen}); the failures are the tool's own"
+                      + ("; " + "; ".join(n for n in res.get("notes", []) if "known" in n)
+                         if any("known" in n for n in res.get("notes", [])) else ""), figures)
     if 0 <= diff <= c:
         return record(check, PASS, diff,
                       f"tool {tool}, server {seen}: {diff} answered after the tool stopped "
@@ -532,7 +542,7 @@ def judge_omission(run, tool):
     if max_shows is False:
         return record("omission", FAIL, error, text + ": neither p99 nor max shows them",
                       "the server counted the stalls; the tool's timing missed them", figures)
-    return record("omission", WARN, error, text + ": p99 hides the stalls (closed model)",
+    return record("omission", WARN, error, text + f": its {what} hides the stalls (closed model)",
                   f"a closed model only delays the {run['spec']['connections']} requests in "
                   f"flight per stall: {closed_share * 100:.2f}% of its {res['requests']} "
                   f"requests, " + ("below" if closed_share < 0.01 else "about") +

@@ -46,7 +46,8 @@ def header(data):
              f"load average {' '.join(f'{x:.2f}' for x in data.get('loadavg_start') or [])} at "
              f"the start, {' '.join(f'{x:.2f}' for x in data.get('loadavg_end') or [])} at the end",
              f"- pinning: {data.get('pinning')}",
-             "- tools: " + ", ".join(f"{t['tool']} {t['version']}" for t in installed(data)),
+             "- tools: " + ", ".join(t["version"] if (t["version"] or "").startswith(t["tool"])
+                                     else f"{t['tool']} {t['version']}" for t in installed(data)),
              "- server features: " + (", ".join(have) or "none of the fixture API")
              + (f"; lacking: {', '.join(lack)}" if lack else "")]
     st = [(c, s) for c, s in data.get("server_timing") or [] if s is not None]
@@ -222,6 +223,12 @@ def section_protocols(data):
                             "p50 error ms", "p99 error ms", "latency"], rows))
 
 
+def sentence(text):
+    """text with its first letter in capitals, unless it starts with a name (a metric)."""
+    first = text.split(" ", 1)[0]
+    return text if "_" in first or not text else text[0].upper() + text[1:]
+
+
 def disagreements(data):
     """Every non-PASS record with its evidence: whose figure is right, and why."""
     lines = []
@@ -230,12 +237,12 @@ def disagreements(data):
             rec = t.get("checks", {}).get(check)
             if rec and rec["verdict"] in ("WARN", "FAIL") and rec.get("evidence"):
                 lines.append(f"- **{t['tool']}, {check}** ({rec['verdict']}): {rec['detail']}. "
-                             f"{rec['evidence'][0].upper()}{rec['evidence'][1:]}.")
+                             f"{sentence(rec['evidence'])}.")
     for p in data.get("protocols", []):
         for check, rec in p.get("checks", {}).items():
             if rec["verdict"] in ("WARN", "FAIL") and rec.get("evidence"):
                 lines.append(f"- **{p['tool']} ({p['protocol']}), {check}** ({rec['verdict']}): "
-                             f"{rec['detail']}. {rec['evidence'][0].upper()}{rec['evidence'][1:]}.")
+                             f"{rec['detail']}. {sentence(rec['evidence'])}.")
     return "\n".join(lines) if lines else "None: every figure agreed with the server."
 
 

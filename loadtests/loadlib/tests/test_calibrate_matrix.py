@@ -46,6 +46,14 @@ class Counts(unittest.TestCase):
         rec = m.judge_counts(run(1000, {"requests": 999}))
         self.assertEqual((rec["verdict"], rec["error"]), (m.FAIL, -1))
 
+    def test_requests_failed_without_an_answer_fail(self):
+        r = run(1, {"requests": 1}, errors={"other": 4499})
+        r["result"]["notes"] = ["known curl 7.88 bug (curl issue 10634, fixed in 8.0): ..."]
+        rec = m.judge_counts(r)
+        self.assertEqual(rec["verdict"], m.FAIL)
+        self.assertIn("4499 requests failed without an answer (4499 other)", rec["detail"])
+        self.assertIn("curl issue 10634", rec["evidence"])
+
     def test_a_tool_that_did_not_run_fails(self):
         rec = m.judge_counts(run(failure="exited with 1"))
         self.assertEqual(rec["verdict"], m.FAIL)

@@ -27,6 +27,11 @@ What it reports, and its quirks:
 - HTTP/2: --http2-prior-knowledge for http:// (h2c), --http2 (ALPN) for
   https://. Over HTTP/2 curl multiplexes the parallel transfers onto one
   connection; -k accepts a self-signed certificate.
+- Known bug of curl 7.88 (Debian 12's), curl issue 10634, fixed in curl 8.0:
+  an h2c prior-knowledge connection cannot be reused. The first transfer
+  succeeds and every later one on that connection fails at once with exit
+  code 16 ("Error in the HTTP2 framing layer") without sending anything, so a
+  count run over h2c completes one request. parse() says so in notes.
 """
 import math
 import os
@@ -42,6 +47,7 @@ INSTALL_HINT = "apt-get install -y curl"
 
 CONFIG = "curl-urls.conf"
 WRITE_OUT = "CURLW %{http_code} %{time_total} %{exitcode} %{http_version}\\n"
+H2_FRAMING = 16    # curl's "Error in the HTTP2 framing layer"
 CONNECT_CODES = (6, 7)
 TIMEOUT_CODES = (28,)
 RESET_CODES = (52, 55, 56)
@@ -87,10 +93,11 @@ def parse(stdout: str, stderr: str, workdir: str, spec: RunSpec) -> ToolResult:
                         "its per-transfer -w lines")
     if spec.rate:
         result.notes.append("curl has no request rate: the run was closed-model")
-    times, versions = [], set()
+    times, versions, framing = [], set(), 0
     for m in re.finditer(r"^CURLW (\d{3}) ([\d.]+) (\d+) (\S+)$", stdout, re.M):
         status, seconds, code = int(m.group(1)), float(m.group(2)), int(m.group(3))
         if status == 0:
+            framing += code == H2_FRAMING
             kind = ("connect" if code in CONNECT_CODES else "timeout" if code in TIMEOUT_CODES
                     else "reset" if code in RESET_CODES else "other")
             setattr(result.errors, kind, getattr(result.errors, kind) + 1)
@@ -107,6 +114,10 @@ def parse(stdout: str, stderr: str, workdir: str, spec: RunSpec) -> ToolResult:
     result.rps = result.requests / result.duration_s if result.duration_s > 0 else 0.0
     if versions:
         result.notes.append("HTTP version(s) used: " + ", ".join(sorted(versions)))
+    if framing and spec.http2 and spec.url.startswith("http:"):
+        result.notes.append(f"known curl 7.88 bug (curl issue 10634, fixed in 8.0): {framing} "
+                            "transfers failed with exit code 16 reusing an h2c prior-knowledge "
+                            "connection; they were never sent")
     if times:
         times.sort()
         result.latency = Latency(mean=sum(times) / len(times), p50=nearest_rank(times, 50),

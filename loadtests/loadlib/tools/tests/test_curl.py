@@ -58,6 +58,15 @@ class Parse(unittest.TestCase):
         self.assertEqual(r.errors.non2xx, 200)
         self.assertAlmostEqual(r.latency.max, 10.966)
 
+    def test_h2c_reuse_bug_is_named(self):
+        # curl 7.88 over h2c: the first transfer, then exit code 16 on every reuse
+        out = ("CURL_TIME 10.0\nCURLW 200 0.001000 0 2\nCURLW 000 0.000010 16 0\n"
+               "CURLW 000 0.000010 16 0\nCURL_TIME 10.5\n")
+        r = curl.parse(out, "", "", RunSpec(url="http://127.0.0.1:1/json", requests=3,
+                                            http2=True))
+        self.assertEqual((r.requests, r.errors.other), (1, 2))
+        self.assertTrue(any("curl issue 10634" in n for n in r.notes))
+
     def test_no_stamps_is_an_error(self):
         with self.assertRaises(ValueError):
             curl.parse("CURLW 200 0.001 0 1.1\n", "", "", RunSpec(url="http://127.0.0.1:1/",

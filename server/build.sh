@@ -14,7 +14,7 @@ BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 
 # What building and running need.
 PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-dev libssl-dev
-          postgresql postgresql-contrib curl ca-certificates)
+          postgresql postgresql-contrib curl ca-certificates openssl)
 # What the tests add: Debian's python3 with psycopg2, promtool, clang for
 # sanitizers and libFuzzer, clang-format for the style check, wrk for load smoke tests,
 # graphviz for the check that server/diagrams are current, and the load generators

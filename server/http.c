@@ -1,5 +1,6 @@
 /*
- * http.c - h2o set-up: hosts, route dispatch, listeners, one context per loop (see http.h).
+ * http.c - h2o set-up: hosts, route dispatch, listeners, TLS and h2c, one context per loop
+ * (see http.h).
  */
 #include <assert.h>
 #include <errno.h>

@@ -41,8 +41,8 @@ class ConfigTest(unittest.TestCase):
         res = run(["--help"])
         self.assertEqual(res.returncode, 0)
         self.assertIn("usage: notesd", res.stdout)
-        flags = set(re.findall(r"^  --([a-z-]+)", res.stdout, re.M)) - {"help"}
-        envs = set(re.findall(r"^  --[a-z-]+(?: VALUE)?\s+([A-Z_]+)\s", res.stdout, re.M))
+        flags = set(re.findall(r"^  --([a-z0-9-]+)", res.stdout, re.M)) - {"help"}
+        envs = set(re.findall(r"^  --[a-z0-9-]+(?: VALUE)?\s+([A-Z0-9_]+)\s", res.stdout, re.M))
         rows = readme_table("## Configuration", "flag")
         self.assertEqual({r[0].strip("`").lstrip("-") for r in rows}, flags)
         self.assertEqual({r[1].strip("`") for r in rows}, envs)

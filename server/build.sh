@@ -18,12 +18,11 @@ PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-
 # What the tests add: Debian's python3 with psycopg2, promtool, clang for
 # sanitizers and libFuzzer, clang-format for the style check, wrk for load smoke tests,
 # graphviz for the check that server/diagrams are current, and the load generators
-# the loadlib adapters drive (h2load, ab, hey, siege, httperf, locust; curl is above),
-# and openssl for the self-signed certificate of calibrate's HTTP/2 checks.
+# the loadlib adapters drive (h2load, ab, hey, siege, httperf, locust; curl and openssl,
+# which calibrate's HTTP/2 checks also use, are among the packages above).
 TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml prometheus clang libclang-rt-14-dev clang-format
                wrk valgrind docker-compose graphviz
-               nghttp2-client apache2-utils hey siege httperf python3-locust
-               openssl)
+               nghttp2-client apache2-utils hey siege httperf python3-locust)
 
 build=1
 for arg in "$@"; do

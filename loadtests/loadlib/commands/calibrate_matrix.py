@@ -63,6 +63,9 @@ LABELS = {"/json": "/json", "/delay/50?jitter=10": "/delay/:ms", "/delay/0": "/d
 # duration at a rate each reaches on this machine.
 COUNT_RPS = {"counts": 1500, "latency": 200, "errors": 1500, "overhead": 4000, "omission": 1500}
 SETTLE_S = 0.3          # after a run, before the closing scrape: in-flight requests land
+# Artillery needs 5-25 s to start on this machine (more when the cores are shared), on top
+# of its run: a run is stopped only when it outlives its length by this much more.
+TOOL_START_S = 90
 STALL_POLL_S = 0.02     # how often the omission run looks for the tool's first request
 
 # The truth of the latency check: /delay/50?jitter=10 is uniform on [40, 60] ms, so the
@@ -74,6 +77,10 @@ LATENCY_TRUTH = {"p50": 50.0, "p90": 58.0, "p99": 59.8}
 # but the figure still tells 50 from 60. FAIL beyond: the tool's tail is its own.
 LATENCY_PASS_MS = 2.0
 LATENCY_WARN_MS = 10.0
+# A latency run in which the server itself answered late on average (its own mean over
+# 50 + this) measured the machine's other work, not the tool: it is run once more and
+# the run where the server kept closer to its schedule is judged (both are in the JSON).
+LATENCY_SERVER_LATE_MS = 1.0
 
 # Connections: a keep-alive tool opens its c connections once. PASS up to c + 2 (a
 # tool may open one probe or spare connection), WARN up to 2c (reconnects now and
@@ -240,6 +247,15 @@ def spec_for(adapter, url, connections, seconds, rate=None, http2=False, count_r
     return spec
 
 
+def run_limit(spec):
+    """Seconds a run may take before it is stopped: its length (a count at the rate
+    COUNT_RPS assumed, or the duration) plus TOOL_START_S for the slowest start-up."""
+    seconds = spec.duration_s or 0
+    if spec.requests:
+        seconds = max(seconds, spec.requests / (spec.rate or 200))
+    return seconds + spec.timeout_s + TOOL_START_S
+
+
 def measure(adapter, spec, target, label, during=None):
     """One tool run pinned to CPU 0 with a scrape on each side: {"spec", "result" (the
     ToolResult as a dict, None when the tool failed), "failure", "server", "wall_s"}.
@@ -252,7 +268,7 @@ def measure(adapter, spec, target, label, during=None):
     def go():
         try:
             box["result"] = toolrun.run_tool(adapter, spec, cpu=0 if procs.can_pin((0, 1))
-                                             else None)
+                                             else None, timeout=run_limit(spec))
         except (toolrun.ToolFailed, ValueError, OSError) as e:
             box["failure"] = str(e)
 
@@ -359,6 +375,10 @@ def judge_latency(run, check="latency"):
     text = ", ".join(f"{q} {lat[q]:.2f} ({e:+.2f})" for q, e in reported.items())
     if missing:
         text += ("; " if text else "") + ", ".join(missing) + " not reported"
+    other = run.get("other_run")
+    if other:
+        text += (f" (of two runs, the one where the server kept closer to its schedule; in the "
+                 f"other its mean was {other['server'].get('mean_ms') or 0:.2f} ms)")
     if not reported:
         mean = lat.get("mean")
         text += f"; mean {mean:.2f} ms against 50" if mean is not None else "; no mean either"
@@ -589,7 +609,17 @@ def run_checks(name, adapter, target, features, smoke):
         return checks, runs
     why = lacking(features, "connections_counter")
     checks["connections"] = skipped("connections", why) if why else judge_connections(counts)
-    checks["latency"] = judge_latency(go("latency", PATHS["latency"]))
+    latency = go("latency", PATHS["latency"])
+    late = lambda r: (r["server"].get("mean_ms") or 50.0) - 50.0
+    if late(latency) > LATENCY_SERVER_LATE_MS:
+        log(f"{name}: the server ran {late(latency):.1f} ms late on average; once more")
+        first = latency
+        latency = go("latency", PATHS["latency"])
+        latency["other_run"] = first
+        if late(first) < late(latency):
+            latency, first["other_run"] = first, dict(latency, other_run=None)
+        runs["latency"] = latency
+    checks["latency"] = judge_latency(latency)
     why = lacking(features, "fault")
     checks["errors"] = skipped("errors", why) if why else judge_errors(go("errors",
                                                                           PATHS["errors"]))

@@ -75,6 +75,11 @@ class Latency(unittest.TestCase):
         self.assertIn("50.10 ms against a true 50", rec["evidence"])
         self.assertIn("CPU 0, which was 97% busy", rec["evidence"])
 
+    def test_the_other_run_is_named(self):
+        r = run(latency={"p50": 50.5, "p90": 58.2, "p99": 60.1})
+        r["other_run"] = run(server={"mean_ms": 53.2})
+        self.assertIn("in the other its mean was 53.20 ms", m.judge_latency(r)["detail"])
+
     def test_missing_percentiles_are_not_reported(self):
         rec = m.judge_latency(run(latency={"mean": 51.0}))
         self.assertEqual(rec["verdict"], m.WARN)
@@ -178,6 +183,12 @@ class Specs(unittest.TestCase):
         spec = m.spec_for(hey, "http://127.0.0.1:1/json", 10, 3, count_rps=1500)
         self.assertIsNone(spec.requests)
         self.assertEqual(spec.duration_s, 3)
+
+    def test_run_limit_leaves_room_for_start_up(self):
+        spec = m.spec_for(hey, "http://127.0.0.1:1/json", 10, 6, count_rps=1500)
+        self.assertEqual(m.run_limit(spec), 6 + 10 + m.TOOL_START_S)
+        spec = m.spec_for(curl, "http://127.0.0.1:1/json", 10, 6, count_rps=1500)  # 9000 requests
+        self.assertEqual(m.run_limit(spec), 9000 / 200 + 10 + m.TOOL_START_S)
 
     def test_selection(self):
         names = [n for n, _, _ in m.selected(["all"])]

@@ -50,7 +50,7 @@ SMOKE_CHECKS = ("counts",)
 # Seconds per run. The latency run needs about a thousand samples for its p99 to be
 # stable to ~0.1 ms (10 connections x 20 answers/s x 5 s); the stall run needs several
 # stalls (one per OMISSION_EVERY_MS). With tool start-up (artillery takes seconds)
-# this puts `--tools all` at about 8 minutes, inside the 15-minute budget.
+# this puts `--tools all` at 6-7.5 minutes on this machine, inside the 15-minute budget.
 SECONDS = {"counts": 3, "latency": 5, "errors": 3, "overhead": 5, "omission": 6}
 SMOKE_SECONDS = 2
 CONNECTIONS = {"counts": 10, "latency": 10, "errors": 10, "overhead": 100, "omission": 10}

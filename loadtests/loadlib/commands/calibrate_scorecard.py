@@ -294,22 +294,29 @@ def chart_cpu(data):
 
 def write(data, outdir, md_path=None, json_path=None):
     """Writes scorecard.md, scorecard.json and the SVG charts into outdir (created), and
-    copies of the Markdown and JSON to md_path and json_path when given. Returns the
-    Markdown."""
+    copies of the Markdown and JSON to md_path and json_path when given (the charts then
+    also go next to md_path, named after it, so its links hold). Returns the Markdown."""
     os.makedirs(outdir, exist_ok=True)
     text = markdown(data)
-    svgs = {CHART_LATENCY: chart_latency(data), CHART_CPU: chart_cpu(data)}
-    made = [name for name, svg in svgs.items() if svg]
-    if made:
-        text += "Charts: " + ", ".join(f"[{n}]({n})" for n in made) + "\n"
-    for name in made:
-        with open(os.path.join(outdir, name), "w") as f:
-            f.write(svgs[name])
-    for path in (os.path.join(outdir, "scorecard.md"), md_path):
-        if path:
-            with open(path, "w") as f:
-                f.write(text)
+    svgs = {name: svg for name, svg in ((CHART_LATENCY, chart_latency(data)),
+                                        (CHART_CPU, chart_cpu(data))) if svg}
+
+    def with_charts(folder, prefix=""):
+        for name, svg in svgs.items():
+            with open(os.path.join(folder, prefix + name), "w") as f:
+                f.write(svg)
+        if not svgs:
+            return text
+        return text + "Charts: " + ", ".join(f"[{prefix + n}]({prefix + n})" for n in svgs) + "\n"
+
+    out = with_charts(outdir)
+    with open(os.path.join(outdir, "scorecard.md"), "w") as f:
+        f.write(out)
+    if md_path:
+        stem = os.path.splitext(os.path.basename(md_path))[0]
+        with open(md_path, "w") as f:
+            f.write(with_charts(os.path.dirname(os.path.abspath(md_path)), stem + "-"))
     for path in (os.path.join(outdir, "scorecard.json"), json_path):
         if path:
             report.write_json(path, data, indent=1, default=str)
-    return text
+    return out

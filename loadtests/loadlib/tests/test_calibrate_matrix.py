@@ -224,6 +224,9 @@ class Scorecard(unittest.TestCase):
                             os.path.join(d, "r.json"))
             files = sorted(os.listdir(os.path.join(d, "out")))
             self.assertTrue(os.path.exists(os.path.join(d, "r.json")))
+            self.assertTrue(os.path.exists(os.path.join(d, "r-latency-error.svg")))
+            with open(os.path.join(d, "r.md")) as f:
+                self.assertIn("[r-cpu-per-request.svg](r-cpu-per-request.svg)", f.read())
         self.assertEqual(files, ["cpu-per-request.svg", "latency-error.svg", "scorecard.json",
                                  "scorecard.md"])
         self.assertIn("| hey | 0.1.4 | PASS (+4) | PASS (+1.2) | SKIP |", text)

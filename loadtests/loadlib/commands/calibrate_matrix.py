@@ -399,7 +399,8 @@ def judge_latency(run, check="latency"):
         res = run["result"]
         share = res["cpu_s"] / run["wall_s"] if res.get("cpu_s") and run["wall_s"] else None
         late = smean - 50.0
-        evidence = (f"the server kept to the distribution: its own mean over these requests was "
+        evidence = (f"the server kept to the distribution: its own mean over these requests "
+                    f"(http_request_duration_seconds, the clock of Server-Timing's total) was "
                     f"{smean:.2f} ms against a true 50"
                     + (f" (it ran {late:.2f} ms late on average: CPU 1 was "
                        f"{(cpu1 or 0) * 100:.0f}% busy)" if late > 0.5 else "")

@@ -69,8 +69,10 @@ def command(spec: RunSpec, workdir: str) -> list:
     with open(os.path.join(workdir, CONFIG), "w") as f:
         line = f'url = "{spec.url}"\noutput = "/dev/null"\n'
         f.write(line * spec.requests)
-    argv = ["curl", "-s", "--parallel", "--parallel-max", str(spec.connections),
-            "-m", f"{spec.timeout_s:g}", "-w", WRITE_OUT, "-K", os.path.join(workdir, CONFIG)]
+    # -s alone leaves --parallel's progress meter on stderr
+    argv = ["curl", "-s", "--no-progress-meter", "--parallel", "--parallel-max",
+            str(spec.connections), "-m", f"{spec.timeout_s:g}", "-w", WRITE_OUT,
+            "-K", os.path.join(workdir, CONFIG)]
     if spec.http2:
         argv.append("--http2" if spec.url.startswith("https:") else "--http2-prior-knowledge")
     else:

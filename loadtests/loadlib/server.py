@@ -1,15 +1,19 @@
 """A server under test: free ports, spawning it (pinned, logged, tied to our life),
 waiting until it answers by polling, stopping it by its pid, and the one-request
-HTTP probe all of that uses. notesd, h2o and the Express peer are started the
+HTTP probe all of that uses, and the Server-Timing sample that checks a client's
+clock against the server's. notesd, h2o and the Express peer are started the
 same way; what differs (argv, environment) stays with the command that runs them.
 """
 import ctypes
+import http.client
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import time
+import urllib.parse
 
 
 class NotReady(RuntimeError):
@@ -73,6 +77,27 @@ def http_get(port, path, timeout=2.0, method="GET", body=None, headers=None, hos
     if "content-length" in hdrs:
         payload = payload[:int(hdrs["content-length"])]
     return status, hdrs, payload
+
+
+def server_timing_samples(base_url, path, n):
+    """n sequential GETs on one keep-alive connection: [(client ms, Server-Timing total ms
+    or None)]."""
+    u = urllib.parse.urlsplit(base_url)
+    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=30)
+    out = []
+    try:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            conn.request("GET", path)
+            res = conn.getresponse()
+            res.read()
+            client = (time.perf_counter() - t0) * 1000
+            st = res.getheader("Server-Timing") or ""
+            m = re.search(r"total;dur=([0-9.]+)", st)
+            out.append((client, float(m.group(1)) if m else None))
+    finally:
+        conn.close()
+    return out
 
 
 # --------------------------------------------------------------------- spawning and stopping

@@ -2,6 +2,7 @@
 
     loadtests/calibrate [--out report.md] [--json raw.json] [--seconds 5]
     loadtests/calibrate --base-url http://127.0.0.1:8080 [--metrics-url http://127.0.0.1:9091/metrics]
+    loadtests/calibrate --tools all|h2load,ab,... [--smoke] [--out report.md] [--json raw.json]
 
 Without --base-url it starts build/notesd itself on 127.0.0.1:18220 (metrics
 on 19220; --port, --metrics-port), pinned to CPU 1 with `taskset -c 1`, and
@@ -27,15 +28,20 @@ Sections of the Markdown report (stdout, and --out FILE):
 
 Every run is bounded (--seconds each, about 60 s in all at the default) and
 only loopback targets are accepted.
+
+--tools LIST replaces those sections with the load-tool conformance matrix
+(calibrate_matrix.py runs and judges it, calibrate_scorecard.py writes it): every
+listed tool ("all": every adapter in loadlib/tools) through the same checks against
+a notesd started for it, a scorecard on stdout and in
+loadtests/results/calibrate-<UTC time>/ (scorecard.md, scorecard.json, SVG charts).
+--smoke runs the counts check alone, two seconds per tool.
 """
 import argparse
 import datetime
-import http.client
 import json
 import math
 import os
 import platform
-import re
 import subprocess
 import sys
 import tempfile
@@ -44,6 +50,7 @@ import time
 import urllib.parse
 
 from loadlib import procs, prom, quantile, server as srv
+from loadlib.commands import calibrate_matrix, calibrate_scorecard
 from loadlib.server import LOADTESTS, REPO
 from loadlib.netcheck import is_loopback
 from loadlib.quantile import median
@@ -201,26 +208,6 @@ def size_stall(base_url, target_ms, limit=10000000):
         took = min(timed_get(base_url, f"/primes?below={below}") for _ in range(2)) * 1000
         below = int(min(limit, max(10000, below * (target_ms / max(took, 0.1)) ** (2 / 3))))
     return below
-
-
-def server_timing_samples(base_url, path, n):
-    """n sequential requests on one keep-alive connection: (client ms, server total ms)."""
-    u = urllib.parse.urlsplit(base_url)
-    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=30)
-    out = []
-    try:
-        for _ in range(n):
-            t0 = time.perf_counter()
-            conn.request("GET", path)
-            res = conn.getresponse()
-            res.read()
-            client = (time.perf_counter() - t0) * 1000
-            st = res.getheader("Server-Timing") or ""
-            m = re.search(r"total;dur=([0-9.]+)", st)
-            out.append((client, float(m.group(1)) if m else None))
-    finally:
-        conn.close()
-    return out
 
 
 # ------------------------------------------------------------------ the server
@@ -569,7 +556,15 @@ def parse_args():
     p.add_argument("--wrk", help="path of wrk (default: from PATH)")
     p.add_argument("--out", help="also write the Markdown report here")
     p.add_argument("--json", help="write the raw figures here")
+    p.add_argument("--tools", help="the conformance matrix instead: 'all' or a comma list of "
+                   "load tools (loadlib/tools adapters)")
+    p.add_argument("--smoke", action="store_true",
+                   help="with --tools: the counts check only, about 2 s per tool")
     args = p.parse_args()
+    if args.smoke and not args.tools:
+        p.error("--smoke goes with --tools")
+    if args.tools and args.base_url:
+        p.error("--tools starts its own notesd (it needs TLS and h2c variants); drop --base-url")
     if not 1 <= args.seconds <= 30:
         p.error("--seconds must be in 1..30")
     if args.stall_every < 0.2:
@@ -599,7 +594,7 @@ def measure_delay(runner):
 def measure_server_view(args):
     """Section 2: Server-Timing of sequential requests (the histogram comes with section 1's runs)."""
     log("Server-Timing samples")
-    return server_timing_samples(args.base_url, "/delay/50", args.samples)
+    return srv.server_timing_samples(args.base_url, "/delay/50", args.samples)
 
 
 def measure_saturation(runner, args):
@@ -667,8 +662,27 @@ def start_target(p, args, runner):
     return server
 
 
+def main_matrix(p, args):
+    """--tools: the conformance matrix, its scorecard on stdout and in
+    loadtests/results/calibrate-<UTC time>/ (and --out, --json)."""
+    if not os.access(args.notesd, os.X_OK):
+        p.error(f"{args.notesd} is not built (server/build.sh)")
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    try:
+        calibrate_matrix.selected(tools)
+    except ValueError as e:
+        p.error(str(e))
+    data = calibrate_matrix.run_matrix(tools, args.notesd, smoke=args.smoke)
+    outdir = os.path.join(LOADTESTS, "results", "calibrate-" + data["started"].replace(":", ""))
+    print(calibrate_scorecard.write(data, outdir, args.out, args.json))
+    log(f"scorecard in {outdir}")
+    return 0
+
+
 def main():
     p, args = parse_args()
+    if args.tools:
+        return main_matrix(p, args)
     runner = Runner(args)
     server = start_target(p, args, runner)
 

@@ -2,7 +2,8 @@
 layers (read from its import statements), so the bottom parts can be read, tested
 and reused alone. The commands sit on top and never import each other: what two
 commands share belongs in the library below them. A command's own part (the
-harness's analyze, bench's bench_report) is imported by that command alone.
+harness's analyze, bench's bench_report, calibrate's matrix and scorecard) is
+imported by that command alone.
 
     /usr/bin/python3 loadtests/loadlib/tests/test_layers.py
 """
@@ -17,13 +18,16 @@ LAYERS = [
     {"prom", "netcheck", "procs", "server", "pg", "pgbench", "mixes", "report", "charts", "tools.base"},
     {"quantile", "tools.wrk", "netns"},
     {"sampler", "tools.run"},
-    {"commands.analyze", "commands.bench_report"},
+    {"commands.analyze", "commands.bench_report", "commands.calibrate_matrix",
+     "commands.calibrate_scorecard"},
     {"commands.bench_sweep", "commands.bench_netns"},
     {"commands.harness", "commands.bench", "commands.verify", "commands.calibrate", "commands.reconcile"},
 ]
 COMMANDS = LAYERS[-1]
 PART_OF = {"commands.analyze": "commands.harness", "commands.bench_report": "commands.bench",
-           "commands.bench_sweep": "commands.bench", "commands.bench_netns": "commands.bench"}
+           "commands.bench_sweep": "commands.bench", "commands.bench_netns": "commands.bench",
+           "commands.calibrate_matrix": "commands.calibrate",
+           "commands.calibrate_scorecard": "commands.calibrate"}
 
 
 def layer_of(module):

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""Live smoke test of the load-tool adapters: every installed tool, about two
-seconds against a notesd this file starts, its request count against the
-delta of notesd's own http_requests_total{path="/json"}.
+"""Live smoke test of the load-tool adapters: `loadtests/calibrate --tools all
+--smoke` in-process (the conformance matrix's own code: its notesd, its runs, its
+counts verdict), then one test per tool asserting that its counts check passed:
+about two seconds of GET /json at 4 connections, the tool's request count against
+the delta of notesd's own http_requests_total.
 
     /usr/bin/python3 loadtests/loadlib/tools/tests/smoke_live.py          # the test
     /usr/bin/python3 loadtests/loadlib/tools/tests/smoke_live.py --capture ab hey
@@ -29,11 +31,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "loadtests"))
 
-from loadlib.tools import (ab, artillery, autocannon, h2load, hey, httperf,  # noqa: E402
-                           k6, loadtest, locust, siege)
+from loadlib.commands import calibrate_matrix  # noqa: E402
+from loadlib.tools import (ab, artillery, autocannon, curl, h2load, hey,  # noqa: E402
+                           httperf, k6, loadtest, locust, siege, wrk)
 from loadlib.tools.base import RunSpec  # noqa: E402
 
-ADAPTERS = [h2load, ab, hey, siege, httperf, locust, autocannon, artillery, loadtest, k6]
+ADAPTERS = [h2load, ab, hey, siege, httperf, locust, autocannon, artillery, loadtest, k6, curl]
+# the fixtures are captured for these; wrk's figures come from latency.lua's own line
+SMOKED = ADAPTERS + [wrk]
 FIXTURES = os.path.join(HERE, "..", "fixtures")
 RUN_TIMEOUT_S = 60
 
@@ -102,42 +107,42 @@ def run(adapter, spec, workdir):
 # ------------------------------------------------------------ the live test
 
 class SmokeLive(unittest.TestCase):
+    """One run of the matrix in smoke mode; each tool's test reads its row."""
+
     @classmethod
     def setUpClass(cls):
-        cls.notesd = Notesd()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.notesd.stop()
+        binary = os.environ.get("NOTESD_BIN", os.path.join(REPO, "build", "notesd"))
+        if not os.access(binary, os.X_OK):
+            raise unittest.SkipTest(f"no notesd binary at {binary} (server/build.sh builds it)")
+        cls.matrix = calibrate_matrix.run_matrix(["all"], binary, smoke=True)
+        cls.rows = {row["tool"]: row for row in cls.matrix["tools"]}
 
     def check_tool(self, adapter):
-        if not adapter.available():
-            self.skipTest(f"{adapter.NAME} not installed: {adapter.INSTALL_HINT}")
-        spec = RunSpec(url=self.notesd.url("/json"), connections=4, duration_s=2, timeout_s=5)
-        if adapter is httperf:
-            spec = replace(spec, requests=4000)  # httperf runs a count, not a duration
-        with tempfile.TemporaryDirectory(prefix=f"smoke-{adapter.NAME}-") as workdir:
-            before = self.notesd.requests_on("/json")
-            argv, out, err, rc = run(adapter, spec, workdir)
-            # the server counts a request when it is disposed of: let the last ones land
-            time.sleep(0.2)
-            delta = self.notesd.requests_on("/json") - before
-            result = adapter.parse(out, err, workdir, spec)
-        what = f"{adapter.NAME}: {' '.join(argv)}\nrc={rc} stderr tail: {err[-500:]}"
-        print(f"{adapter.NAME:10} tool {result.requests:7d} server {delta:7d}  "
-              f"{result.rps:9.1f} req/s  p50 {result.latency.p50}  errors {result.errors.total()}",
-              file=sys.stderr)
-        self.assertGreater(result.requests, 0, what)
-        self.assertEqual(result.errors.total(), 0, what)
-        # requests in flight when the tool stopped reached the server but not
-        # the tool's count: at most one per connection (a few more for tools
-        # whose virtual users keep a spare connection)
-        slack = 2 * spec.connections
-        self.assertLessEqual(result.requests, delta, what)
-        self.assertLessEqual(delta - result.requests, slack, what)
+        row = self.rows.get(adapter.NAME)
+        self.assertIsNotNone(row, f"{adapter.NAME} is missing from the matrix")
+        if not row["installed"]:
+            self.assertIn(adapter.INSTALL_HINT, row["why"])
+            self.skipTest(f"{adapter.NAME} {row['why']}")
+        rec, run = row["checks"]["counts"], row["runs"]["counts"]
+        res = run["result"]
+        what = f"{adapter.NAME}: {rec['detail']} {rec['evidence']} ({run.get('failure') or ''})"
+        if res:
+            print(f"{adapter.NAME:10} tool {res['requests']:7d} server "
+                  f"{run['server']['requests']:7d}  {res['rps']:9.1f} req/s  "
+                  f"p50 {res['latency']['p50']}  errors {sum(res['errors'].values())}",
+                  file=sys.stderr)
+        self.assertIsNotNone(res, what)
+        self.assertGreater(res["requests"], 0, what)
+        self.assertEqual(sum(res["errors"].values()), 0, what)
+        # the matrix's counts verdict: the server counted at least as many, and at most
+        # the requests in flight (one per connection) more
+        self.assertEqual(rec["verdict"], calibrate_matrix.PASS, what)
+        self.assertLessEqual(res["requests"], run["server"]["requests"], what)
+        self.assertLessEqual(run["server"]["requests"] - res["requests"],
+                             run["spec"]["connections"], what)
 
 
-for _adapter in ADAPTERS:
+for _adapter in SMOKED:
     setattr(SmokeLive, f"test_{_adapter.NAME}",
             lambda self, a=_adapter: self.check_tool(a))
 
@@ -166,13 +171,13 @@ def capture(names):
             if adapter.NAME not in names:
                 continue
             for case, spec in cases(notesd).items():
-                if adapter is httperf and not spec.requests:
-                    spec = replace(spec, requests=400)
+                if adapter in (httperf, curl) and not spec.requests:
+                    spec = replace(spec, requests=400)  # tools that run a count
                 with tempfile.TemporaryDirectory() as workdir:
                     argv, out, err, rc = run(adapter, spec, workdir)
                     dest = os.path.join(FIXTURES, adapter.NAME, case)
                     shutil.rmtree(dest, ignore_errors=True)
-                    shutil.copytree(workdir, dest, ignore=shutil.ignore_patterns(".siege"))
+                    shutil.copytree(workdir, dest, ignore=shutil.ignore_patterns(".siege", curl.CONFIG))
                 with open(os.path.join(dest, "stdout.txt"), "w") as f:
                     f.write(out)
                 with open(os.path.join(dest, "stderr.txt"), "w") as f:

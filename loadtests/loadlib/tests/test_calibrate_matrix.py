@@ -1,0 +1,239 @@
+#!/usr/bin/python3
+"""The conformance matrix's verdicts and model (commands/calibrate_matrix.py) on
+hand-made runs, and its scorecard (commands/calibrate_scorecard.py) on the data
+they make: every threshold on both sides, the open- and closed-model truth of the
+stall check worked out by hand, SKIP and `not installed` rows.
+
+    /usr/bin/python3 loadtests/loadlib/tests/test_calibrate_matrix.py
+"""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from loadlib.commands import calibrate_matrix as m  # noqa: E402
+from loadlib.commands import calibrate_scorecard as sc  # noqa: E402
+from loadlib.tools import curl, hey  # noqa: E402
+
+
+def run(requests=1000, server=None, connections=10, latency=None, errors=None, rate=None,
+        cpu_s=0.5, duration_s=5.0, cores=None, failure=None):
+    """A run as measure() returns it."""
+    res = None if failure else {
+        "requests": requests, "rps": requests / duration_s, "duration_s": duration_s,
+        "cpu_s": cpu_s, "latency": dict({"mean": None, "p50": None, "p90": None, "p99": None,
+                                         "max": None}, **(latency or {})),
+        "errors": dict({"non2xx": 0, "connect": 0, "timeout": 0, "reset": 0, "other": 0},
+                       **(errors or {}))}
+    return {"spec": {"connections": connections, "rate": rate}, "result": res,
+            "failure": failure, "server": dict({"requests": requests}, **(server or {})),
+            "wall_s": duration_s, "cores": cores or {}}
+
+
+class Counts(unittest.TestCase):
+    def test_in_flight_difference_passes(self):
+        self.assertEqual(m.judge_counts(run(1000, {"requests": 1010}))["verdict"], m.PASS)
+
+    def test_more_than_in_flight_fails_and_names_the_server(self):
+        rec = m.judge_counts(run(1000, {"requests": 1011}))
+        self.assertEqual((rec["verdict"], rec["error"]), (m.FAIL, 11))
+        self.assertIn("server's figure is right", rec["evidence"])
+
+    def test_tool_counting_more_than_sent_fails(self):
+        rec = m.judge_counts(run(1000, {"requests": 999}))
+        self.assertEqual((rec["verdict"], rec["error"]), (m.FAIL, -1))
+
+    def test_requests_failed_without_an_answer_fail(self):
+        r = run(1, {"requests": 1}, errors={"other": 4499})
+        r["result"]["notes"] = ["known curl 7.88 bug (curl issue 10634, fixed in 8.0): ..."]
+        rec = m.judge_counts(r)
+        self.assertEqual(rec["verdict"], m.FAIL)
+        self.assertIn("4499 requests failed without an answer (4499 other)", rec["detail"])
+        self.assertIn("curl issue 10634", rec["evidence"])
+
+    def test_a_tool_that_did_not_run_fails(self):
+        rec = m.judge_counts(run(failure="exited with 1"))
+        self.assertEqual(rec["verdict"], m.FAIL)
+        self.assertIn("exited with 1", rec["detail"])
+
+
+class Latency(unittest.TestCase):
+    def test_truth_is_uniform_on_40_60(self):
+        self.assertEqual(m.LATENCY_TRUTH, {"p50": 50.0, "p90": 58.0, "p99": 59.8})
+
+    def test_thresholds(self):
+        lat = lambda e: {"p50": 50 + e, "p90": 58.0, "p99": 59.8, "mean": 50.0}
+        self.assertEqual(m.judge_latency(run(latency=lat(2.0)))["verdict"], m.PASS)
+        self.assertEqual(m.judge_latency(run(latency=lat(2.1)))["verdict"], m.WARN)
+        self.assertEqual(m.judge_latency(run(latency=lat(-10.0)))["verdict"], m.WARN)
+        rec = m.judge_latency(run(latency=lat(10.5), server={"mean_ms": 50.1},
+                                  cores={"0": {"busy": 0.97}, "1": {"busy": 0.3}}))
+        self.assertEqual((rec["verdict"], rec["error"]), (m.FAIL, 10.5))
+        self.assertIn("50.10 ms against a true 50", rec["evidence"])
+        self.assertIn("CPU 0, which was 97% busy", rec["evidence"])
+
+    def test_the_other_run_is_named(self):
+        r = run(latency={"p50": 50.5, "p90": 58.2, "p99": 60.1})
+        r["other_run"] = run(server={"mean_ms": 53.2})
+        self.assertIn("in the other its mean was 53.20 ms", m.judge_latency(r)["detail"])
+
+    def test_missing_percentiles_are_not_reported(self):
+        rec = m.judge_latency(run(latency={"mean": 51.0}))
+        self.assertEqual(rec["verdict"], m.WARN)
+        self.assertIn("p50, p90, p99 not reported", rec["detail"])
+        rec = m.judge_latency(run(latency={"p50": 50.5, "mean": 50.4}))
+        self.assertEqual(rec["verdict"], m.PASS)
+        self.assertIn("p90, p99 not reported", rec["detail"])
+
+
+class Errors(unittest.TestCase):
+    def test_within_connections_passes(self):
+        rec = m.judge_errors(run(1000, {"requests": 1000, "status_503": 250},
+                                 errors={"non2xx": 245}))
+        self.assertEqual((rec["verdict"], rec["error"]), (m.PASS, -5))
+        self.assertEqual(rec["figures"]["server_share"], 0.25)
+
+    def test_503s_counted_as_success_fail(self):
+        rec = m.judge_errors(run(1000, {"requests": 1000, "status_503": 250}))
+        self.assertEqual(rec["verdict"], m.FAIL)
+        self.assertIn("counted them as successes", rec["evidence"])
+
+
+class Connections(unittest.TestCase):
+    def test_bounds(self):
+        judge = lambda n: m.judge_connections(run(server={"connections_accepted": n}))["verdict"]
+        self.assertEqual(judge(12), m.PASS)     # c + 2
+        self.assertEqual(judge(13), m.WARN)
+        self.assertEqual(judge(20), m.WARN)     # 2c
+        self.assertEqual(judge(21), m.FAIL)
+
+
+class Overhead(unittest.TestCase):
+    def test_the_busier_process_is_the_bottleneck(self):
+        # 10,000 requests in 1 s: tool 0.9 s CPU (90 µs each), server 0.5 s (50 µs)
+        rec = m.judge_overhead(run(10000, {"requests": 10000, "cpu_s": 0.5}, cpu_s=0.9,
+                                   duration_s=1.0))
+        self.assertEqual((rec["verdict"], rec["figures"]["bottleneck"]), (m.WARN, "tool"))
+        self.assertAlmostEqual(rec["figures"]["tool_cpu_us_per_request"], 90.0)
+        self.assertAlmostEqual(rec["figures"]["server_cpu_us_per_request"], 50.0)
+        rec = m.judge_overhead(run(10000, {"requests": 10000, "cpu_s": 0.95}, cpu_s=0.6,
+                                   duration_s=1.0))
+        self.assertEqual((rec["verdict"], rec["figures"]["bottleneck"]), (m.PASS, "notesd"))
+
+    def test_full_cores_with_idle_processes_name_other_work(self):
+        rec = m.judge_overhead(run(10000, {"requests": 10000, "cpu_s": 0.2}, cpu_s=0.3,
+                                   duration_s=1.0, cores={"0": {"busy": 1.0}, "1": {"busy": 0.99}}))
+        self.assertEqual(rec["figures"]["bottleneck"], "other work")
+
+
+class Omission(unittest.TestCase):
+    def test_truth_by_hand(self):
+        # 5 stalls of 200 ms in 5 s: 20% of the time; open model: x_q = 200 - (1-q)*5000/5
+        t = m.omission_truth(5, 1.0, 5.0, 10, 10000)
+        self.assertEqual(t["stall_ms"], 200.0)
+        self.assertEqual(t["share"], 0.2)
+        self.assertEqual(t["open_p90_extra_ms"], 100.0)
+        self.assertEqual(t["open_p99_extra_ms"], 190.0)
+        self.assertEqual(t["open_mean_extra_ms"], 20.0)       # 5 * 200^2 / (2 * 5000)
+        self.assertEqual(t["closed_delayed_share"], 0.005)    # 10 connections * 5 / 10000
+
+    def omission(self, latency, rate=None, tool="h2load", requests=10000):
+        r = run(requests, {"stalls": 5, "stall_s": 1.0}, latency=latency, rate=rate)
+        return m.judge_omission(r, tool)
+
+    def test_closed_tool_hiding_the_stalls_is_warned(self):
+        rec = self.omission({"p50": 0.3, "p90": 1.0, "p99": 5.0, "max": 205.0})
+        self.assertEqual(rec["verdict"], m.WARN)
+        self.assertIn("0.50% of its 10000 requests", rec["evidence"])
+
+    def test_closed_tool_missing_even_max_fails(self):
+        rec = self.omission({"p50": 0.3, "p90": 1.0, "p99": 5.0, "max": 100.0})
+        self.assertEqual(rec["verdict"], m.FAIL)
+
+    def test_rate_driven_tool_must_show_p90_and_p99(self):
+        shows = {"p50": 1.0, "p90": 90.0, "p99": 185.0, "max": 200.0}
+        self.assertEqual(self.omission(shows, rate=200.0, tool="artillery")["verdict"], m.PASS)
+        tail_only = {"p50": 1.0, "p90": 10.0, "p99": 185.0, "max": 200.0}
+        rec = self.omission(tail_only, rate=200.0, tool="hey", requests=1000)
+        self.assertEqual(rec["verdict"], m.FAIL)
+        self.assertIn("coordinated omission", rec["evidence"])
+
+    def test_mean_only_tools_are_judged_on_the_mean(self):
+        # open mean extra is 20 ms: half of it is the bar
+        self.assertEqual(self.omission({"mean": 12.0}, rate=200.0, tool="httperf")["verdict"],
+                         m.PASS)
+        self.assertEqual(self.omission({"mean": 3.0}, rate=200.0, tool="httperf")["verdict"],
+                         m.FAIL)
+
+    def test_no_stall_counted_fails(self):
+        r = run(1000, {"stalls": 0, "stall_s": 0.0}, latency={"p99": 1.0})
+        r["during"] = {"asked": None, "why": "the tool sent nothing"}
+        rec = m.judge_omission(r, "ab")
+        self.assertEqual(rec["verdict"], m.FAIL)
+        self.assertIn("the tool sent nothing", rec["detail"])
+
+
+class Specs(unittest.TestCase):
+    def test_count_only_tools_get_a_count(self):
+        spec = m.spec_for(curl, "http://127.0.0.1:1/json", 10, 3, count_rps=1500)
+        self.assertEqual(spec.requests, 4500)
+        spec = m.spec_for(hey, "http://127.0.0.1:1/json", 10, 3, count_rps=1500)
+        self.assertIsNone(spec.requests)
+        self.assertEqual(spec.duration_s, 3)
+
+    def test_run_limit_leaves_room_for_start_up(self):
+        spec = m.spec_for(hey, "http://127.0.0.1:1/json", 10, 6, count_rps=1500)
+        self.assertEqual(m.run_limit(spec), 6 + 10 + m.TOOL_START_S)
+        spec = m.spec_for(curl, "http://127.0.0.1:1/json", 10, 6, count_rps=1500)  # 9000 requests
+        self.assertEqual(m.run_limit(spec), 9000 / 200 + 10 + m.TOOL_START_S)
+
+    def test_selection(self):
+        names = [n for n, _, _ in m.selected(["all"])]
+        self.assertIn("k6", names)
+        self.assertIn("wrk", names)
+        self.assertEqual([n for n, _, _ in m.selected(["hey", "ab"])], ["ab", "hey"])
+        with self.assertRaises(ValueError):
+            m.selected(["jmeter"])
+
+
+class Scorecard(unittest.TestCase):
+    def data(self):
+        counts = run(1000, {"requests": 1004})
+        lat = run(latency={"p50": 50.4, "p90": 58.3, "p99": 61.0, "mean": 50.3, "max": 62.0},
+                  server={"mean_ms": 50.1})
+        over = run(10000, {"requests": 10000, "cpu_s": 0.5}, cpu_s=0.9, duration_s=1.0)
+        checks = {"counts": m.judge_counts(counts), "latency": m.judge_latency(lat),
+                  "errors": m.skipped("errors", "server lacks the /fault route"),
+                  "overhead": m.judge_overhead(over)}
+        return {"started": "2026-11-30T22:00:00Z", "seconds_total": 12.0, "smoke": False,
+                "machine": {"cores": 2}, "pinning": "notesd on CPU 1, tools on CPU 0",
+                "features": {"fault": False, "stall": True}, "server_timing": [(50.6, 50.1)],
+                "tools": [{"tool": "hey", "installed": True, "version": "0.1.4", "why": "",
+                           "checks": checks, "runs": {"counts": counts, "latency": lat,
+                                                      "overhead": over}},
+                          {"tool": "k6", "installed": False, "version": None,
+                           "why": "not installed: install it from its upstream package"}],
+                "protocols": []}
+
+    def test_markdown_json_and_charts(self):
+        with tempfile.TemporaryDirectory() as d:
+            text = sc.write(self.data(), os.path.join(d, "out"), os.path.join(d, "r.md"),
+                            os.path.join(d, "r.json"))
+            files = sorted(os.listdir(os.path.join(d, "out")))
+            self.assertTrue(os.path.exists(os.path.join(d, "r.json")))
+            self.assertTrue(os.path.exists(os.path.join(d, "r-latency-error.svg")))
+            with open(os.path.join(d, "r.md")) as f:
+                self.assertIn("[r-cpu-per-request.svg](r-cpu-per-request.svg)", f.read())
+        self.assertEqual(files, ["cpu-per-request.svg", "latency-error.svg", "scorecard.json",
+                                 "scorecard.md"])
+        self.assertIn("| hey | 0.1.4 | PASS (+4) | PASS (+1.2) | SKIP |", text)
+        self.assertIn("| k6 | — | not installed: install it from its upstream package |", text)
+        self.assertIn("SKIP (server lacks the /fault route)", text)
+        self.assertIn("lacking: fault", text)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -3,6 +3,7 @@ the same load, against the same freshly reset PostgreSQL, in rotated order.
 Started by loadtests/run.sh (see there for the options)."""
 import argparse
 import datetime
+import gzip
 import json
 import os
 import re
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from loadlib import pg, procs, server
+from loadlib import openmetrics, pg, procs, server
 from loadlib.commands import analyze
 from loadlib.netcheck import db_hosts, db_port, is_loopback_host, remote_db_hosts  # noqa: F401
 from loadlib.procs import find_postmaster, loadavg, machine_info
@@ -267,6 +268,21 @@ class Tool:
 
 # --------------------------------------------------------------------- one run
 
+def write_openmetrics(mdir, target, mode, rnd):
+    """metrics.om next to metrics.prom.gz: the test's scrapes as OpenMetrics with their
+    timestamps and the test's labels, for promtool's backfill (docker/replay/backfill.sh).
+    Returns {"scrapes": written, "skipped": left out}, or {"error": why}."""
+    try:
+        with gzip.open(os.path.join(mdir, "metrics.prom.gz"), "rt", encoding="utf-8", errors="replace") as f:
+            stream = f.read()
+    except (OSError, EOFError) as e:
+        return {"error": f"metrics.prom.gz: {e}"}
+    text, written, skipped = openmetrics.convert(stream, target, mode, rnd)
+    with open(os.path.join(mdir, "metrics.om"), "w", encoding="utf-8") as f:
+        f.write(text)
+    return {"scrapes": written, "skipped": skipped}
+
+
 class Run:
     def __init__(self, a):
         self.a = a
@@ -331,6 +347,7 @@ class Run:
             sampler.join(30)
         info["scrapes"] = sampler.scrapes
         info["sampler_errors"] = sampler.errors
+        info["openmetrics"] = write_openmetrics(mdir, target, mode, rnd)
         with open(os.path.join(mdir, "test.json"), "w") as f:
             json.dump(info, f, indent=2)
 

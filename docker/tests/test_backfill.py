@@ -10,8 +10,9 @@ The run is made from the real pages in loadtests/harness/fixtures/ with syntheti
 timestamps, one scrape a second: notesd's read test (r1/notesd/read) and the Node
 peer's (r1/node/read) 600 s later. In both, http_requests_total of
 GET /notes/:id 200 is rewritten to grow by exactly 100 a second, so rate() has one
-right answer. Prometheus listens on 127.0.0.1 on a free port, keeps 100 years
-(the timestamps are in the past) and is stopped by its pid.
+right answer. Prometheus runs with the replay stack's flags (docker/replay/
+compose.yaml: 100 years of retention, as the timestamps are in the past, and a
+5 s lookback), listens on 127.0.0.1 on a free port and is stopped by its pid.
 
 Exit status: 0 passed, 1 failed, 77 (CTest's skip) without promtool or prometheus.
 """
@@ -30,6 +31,8 @@ import unittest
 import urllib.parse
 import urllib.request
 
+import yaml
+
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -43,9 +46,16 @@ T0 = 1764540000            # 2025-11-30 22:00:00 UTC
 SCRAPES = 21               # T0 .. T0 + 20, one a second
 RATE = 100                 # GET /notes/:id 200 per second in the rewritten series
 START = 1000               # its value at the first scrape
-NODE_OFFSET = 600          # the Node peer's test starts this much later: past the 5 min lookback
+NODE_OFFSET = 60           # the Node peer's test starts this much later
 SERIES = re.compile(r'^(http_requests_total\{method="GET",path="/notes/:id",status_code="200"\}) \S+$', re.M)
 SKIP = 77
+
+
+def replay_flags():
+    """The replay Prometheus's command-line flags, without the two that name its files."""
+    with open(os.path.join(REPO, "docker", "replay", "compose.yaml")) as f:
+        command = yaml.safe_load(f)["services"]["prometheus"]["command"]
+    return [c for c in command if not c.startswith(("--config.file=", "--storage.tsdb.path="))]
 
 
 def free_port():
@@ -96,8 +106,8 @@ class Backfill(unittest.TestCase):
         cls.port = free_port()
         cls.log = open(os.path.join(cls.tmp, "prometheus.log"), "wb")
         cls.proc = subprocess.Popen(
-            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={cls.tsdb}",
-             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{cls.port}"],
+            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={cls.tsdb}", *replay_flags(),
+             f"--web.listen-address=127.0.0.1:{cls.port}"],
             stdin=subprocess.DEVNULL, stdout=cls.log, stderr=subprocess.STDOUT, cwd=cls.tmp)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -175,8 +185,13 @@ class Backfill(unittest.TestCase):
                 self.assertAlmostEqual(float(result[0]["value"][1]), RATE, places=6)
 
     def test_each_target_only_inside_its_own_test(self):
+        # no staleness markers in backfilled blocks: the replay's 5 s lookback ends a series
+        # a few seconds after its last scrape, not 5 minutes later over the next test
+        self.assertIn("--query.lookback-delta=5s", replay_flags())
         jobs = lambda t: sorted(r["metric"]["job"] for r in self.query("notes_db_pool_max_connections", t))  # noqa: E731
         self.assertEqual(jobs(T0 + 10), ["notesd"])
+        self.assertEqual(jobs(T0 + SCRAPES - 1 + 4), ["notesd"])
+        self.assertEqual(jobs(T0 + SCRAPES - 1 + 10), [])
         self.assertEqual(jobs(T0 + NODE_OFFSET + 10), ["node"])
         self.assertEqual(jobs(T0 - 3600), [])
 

@@ -282,11 +282,11 @@ def write_openmetrics(mdir, target, mode, rnd):
     try:
         with gzip.open(os.path.join(mdir, "metrics.prom.gz"), "rt", encoding="utf-8", errors="replace") as f:
             stream = f.read()
-    except (OSError, EOFError) as e:
-        return {"error": f"metrics.prom.gz: {e}"}
-    text, written, skipped = openmetrics.convert(stream, target, mode, rnd)
-    with open(os.path.join(mdir, "metrics.om"), "w", encoding="utf-8") as f:
-        f.write(text)
+        text, written, skipped = openmetrics.convert(stream, target, mode, rnd)
+        with open(os.path.join(mdir, "metrics.om"), "w", encoding="utf-8") as f:
+            f.write(text)
+    except (OSError, EOFError) as e:      # the raw scrapes stay; the run goes on without this file
+        return {"error": str(e)}
     return {"scrapes": written, "skipped": skipped}
 
 

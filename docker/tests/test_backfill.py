@@ -188,7 +188,8 @@ class Backfill(unittest.TestCase):
         # no staleness markers in backfilled blocks: the replay's 5 s lookback ends a series
         # a few seconds after its last scrape, not 5 minutes later over the next test
         self.assertIn("--query.lookback-delta=5s", replay_flags())
-        jobs = lambda t: sorted(r["metric"]["job"] for r in self.query("notes_db_pool_max_connections", t))  # noqa: E731
+        def jobs(t):
+            return sorted(r["metric"]["job"] for r in self.query("notes_db_pool_max_connections", t))
         self.assertEqual(jobs(T0 + 10), ["notesd"])
         self.assertEqual(jobs(T0 + SCRAPES - 1 + 4), ["notesd"])
         self.assertEqual(jobs(T0 + SCRAPES - 1 + 10), [])

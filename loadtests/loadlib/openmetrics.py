@@ -99,10 +99,8 @@ def family_of(name, types):
     """(family name, OpenMetrics type) of a sample name, from the page's TYPE lines."""
     for kind, suffixes in _SUFFIXES.items():
         for suffix in suffixes:
-            base = name[:-len(suffix)] if suffix else name
-            if suffix and not name.endswith(suffix):
-                continue
-            if types.get(base) == kind:
+            base = name[:len(name) - len(suffix)]
+            if name.endswith(suffix) and types.get(base) == kind:
                 return base, kind
     kind = types.get(name, "untyped")
     if kind == "counter":
@@ -184,8 +182,8 @@ def render(scrapes, extra):
 
 
 def _point_order(samples, kind):
-    """One point's samples in OpenMetrics order: buckets (or quantiles) by bound, then
-    _count, then _sum (Prometheus's parser accepts them in any order; readers expect this)."""
+    """One point's samples in the order of the OpenMetrics specification's examples:
+    buckets (or quantiles) by bound, then _count, then _sum."""
     if kind not in ("histogram", "summary"):
         return samples
     bound = "le" if kind == "histogram" else "quantile"

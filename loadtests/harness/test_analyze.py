@@ -84,31 +84,36 @@ def write_test(mdir, target, rnd, mode, rps, rec, mismatch=False):
                                           [90 * (k + 1), 0, 1 * (k + 1), 100 * (k + 1)]]}) + "\n")
 
 
-def make_run(out, mismatch_in=None):
+def make_run(out, mismatch_in=None, notesd="notesd"):
+    """A results directory of two rounds of notesd and Node; `notesd` is the name the run
+    gave notesd ("native" in directories from before it was called notesd)."""
     tmp = tempfile.mkdtemp()
     try:
         rec = real_reconcile(tmp)
     finally:
         shutil.rmtree(tmp)
-    config = {"started_utc": "2026-11-30T08:00:00+00:00", "quick": False, "targets": ["native", "node"],
-              "modes": ["read", "json"], "rounds": 2, "orders": [["native", "node"], ["node", "native"]],
+    config = {"started_utc": "2026-11-30T08:00:00+00:00", "quick": False, "targets": ["notesd", "node"],
+              "modes": ["read", "json"], "rounds": 2, "orders": [["notesd", "node"], ["node", "notesd"]],
               "duration_s": 10, "vus": 8, "pause_s": 1, "warmup_s": 1, "tool": "wrk", "tool_version": "wrk 4.1.0",
-              "tool_cpu": 0, "target_cpu": 1, "versions": {"native": None, "node": "v26.10.0"},
+              "tool_cpu": 0, "target_cpu": 1, "versions": {"notesd": None, "node": "v26.10.0"},
               "db": {"private": True, "host": "127.0.0.1", "port": 18199, "version": "15.20"},
               "machine": {"cores": 2, "cpu": "Test CPU", "kernel": "6.1", "os": "Debian 12"}}
+    if notesd != "notesd":
+        config = json.loads(json.dumps(config).replace('"notesd"', f'"{notesd}"'))
     with open(os.path.join(out, "run.json"), "w") as f:
         json.dump(config, f)
-    rps = {("native", "read"): [9000, 10000], ("native", "json"): [50000, 60000],
+    rps = {("notesd", "read"): [9000, 10000], ("notesd", "json"): [50000, 60000],
            ("node", "read"): [2900, 3100], ("node", "json"): [7000, 7200]}
     for rnd in (1, 2):
-        for target in ("native", "node"):
+        for target in (notesd, "node"):
             tdir = os.path.join(out, f"r{rnd}", target)
             os.makedirs(tdir)
             with open(os.path.join(tdir, "start.json"), "w") as f:
-                json.dump({"target": target, "round": rnd, "startup_s": 0.02 if target == "native" else 0.4 + rnd / 10,
+                json.dump({"target": target, "round": rnd, "startup_s": 0.02 if target == notesd else 0.4 + rnd / 10,
                            "exit_code": 0}, f)
             for mode in ("read", "json"):
-                write_test(os.path.join(tdir, mode), target, rnd, mode, rps[(target, mode)][rnd - 1], rec,
+                write_test(os.path.join(tdir, mode), target, rnd, mode,
+                           rps[("notesd" if target == notesd else target, mode)][rnd - 1], rec,
                            mismatch=(target, rnd, mode) == mismatch_in)
 
 
@@ -138,11 +143,11 @@ class Analysis(unittest.TestCase):
         self.assertEqual(t["window"], {"from_s": 2.0, "to_s": 10.0})
         self.assertEqual(t["reconcile"]["result"], "OK")
         m = summary["medians"]
-        self.assertEqual(m["native"]["read"]["rps"], 9500)
+        self.assertEqual(m["notesd"]["read"]["rps"], 9500)
         self.assertEqual(m["node"]["json"]["rps_rounds"], [7000, 7200])
-        self.assertAlmostEqual(m["native"]["json"]["rps_spread"], 10000 / 55000)
+        self.assertAlmostEqual(m["notesd"]["json"]["rps_spread"], 10000 / 55000)
         self.assertAlmostEqual(m["node"]["startup_s"], 0.55)
-        self.assertEqual(summary["labels"], {"native": "notesd 0.1.0", "node": "Node 26.10.0"})
+        self.assertEqual(summary["labels"], {"notesd": "notesd 0.1.0", "node": "Node 26.10.0"})
         self.assertEqual(summary["total_requests"], 8 * 24726)
 
         with open(os.path.join(self.out, "report.md")) as f:
@@ -160,12 +165,23 @@ class Analysis(unittest.TestCase):
         self.assertIn("| notesd 0.1.0 | 1 | Reads | 24,726 | 24,733 | +7 | 8 | 5.96 ms |", report)
         self.assertIn("| 5.96 ms | 2.87 ms (1–3) | +3.09 ms | OK |", report)
         self.assertNotIn("shared the machine with other work", report)
-        self.assertIn("round 2: node native", report)
+        self.assertIn("round 2: node notesd", report)
         for name in ("throughput.svg", "latency.svg"):
             doc = xml.dom.minidom.parse(os.path.join(self.out, name))
             self.assertEqual(doc.documentElement.tagName, "svg")
         with open(os.path.join(self.out, "summary.json")) as f:
             self.assertEqual(len(json.load(f)["tests"]), 8)
+
+    def test_results_from_before_notesd_was_named_so(self):
+        make_run(self.out, notesd="native")
+        summary = analyze.analyze(self.out)
+        self.assertEqual(summary["problems"], [])
+        self.assertEqual(summary["labels"], {"native": "notesd 0.1.0", "node": "Node 26.10.0"})
+        self.assertEqual(summary["medians"]["native"]["read"]["rps"], 9500)
+        with open(os.path.join(self.out, "report.md")) as f:
+            report = f.read()
+        self.assertIn("| Test | notesd 0.1.0 | Node 26.10.0 |", report)
+        self.assertIn("notesd 0.1.0: `build/notesd` with `SERVER_TIMING=0`", report)
 
     def test_a_mismatch_is_a_problem_and_shows_in_the_report(self):
         make_run(self.out, mismatch_in=("node", 2, "json"))
@@ -179,7 +195,7 @@ class Analysis(unittest.TestCase):
 
     def test_failed_requests_are_reported(self):
         make_run(self.out)
-        path = os.path.join(self.out, "r1", "native", "read", "reconcile.json")
+        path = os.path.join(self.out, "r1", "notesd", "read", "reconcile.json")
         with open(path) as f:
             rec = json.load(f)
         rec["client"]["failed"] = 12
@@ -194,7 +210,7 @@ class Analysis(unittest.TestCase):
     def test_a_busy_machine_is_called_out(self):
         make_run(self.out)
         for rnd in (1, 2):
-            for target in ("native", "node"):
+            for target in ("notesd", "node"):
                 for mode in ("read", "json"):
                     path = os.path.join(self.out, f"r{rnd}", target, mode, "proc.jsonl")
                     with open(path) as f:
@@ -223,9 +239,9 @@ class Analysis(unittest.TestCase):
 
 class Charts(unittest.TestCase):
     def test_well_formed_with_missing_values_and_escaping(self):
-        text = charts.bar_chart("A <title> & more", "sub", [("read", "Reads")], [("native", "notesd"), ("x", "X & Y")],
-                             {"native": {"read": 1234.5}, "x": {"read": None}}, "req/s",
-                             inner={"native": {"read": 1000.0}, "x": {}}, inner_label="p95", outer_label="p99")
+        text = charts.bar_chart("A <title> & more", "sub", [("read", "Reads")], [("notesd", "notesd"), ("x", "X & Y")],
+                             {"notesd": {"read": 1234.5}, "x": {"read": None}}, "req/s",
+                             inner={"notesd": {"read": 1000.0}, "x": {}}, inner_label="p95", outer_label="p99")
         doc = xml.dom.minidom.parseString(text)
         self.assertEqual(doc.documentElement.getAttribute("xmlns"), "http://www.w3.org/2000/svg")
         self.assertIn("A &lt;title&gt; &amp; more", text)
@@ -240,17 +256,17 @@ class Charts(unittest.TestCase):
 
 class Options(unittest.TestCase):
     def test_seed_defaults_and_quick(self):
-        a = run.parse_args(["native", "node"])
+        a = run.parse_args(["notesd", "node"])
         self.assertEqual((a.rounds, a.modes, a.duration_s, a.vus, a.pause_s, a.warmup_s),
                          (3, ["read", "write", "mixed", "json"], 180, 100, 15, 30))
-        a = run.parse_args(["--quick", "native"])
+        a = run.parse_args(["--quick", "notesd"])
         self.assertEqual((a.rounds, a.duration_s, a.pause_s, a.warmup_s), (1, 10, 2, 2))
-        a = run.parse_args(["--quick", "--duration", "1m", "native"])
+        a = run.parse_args(["--quick", "--duration", "1m", "notesd"])
         self.assertEqual(a.duration_s, 60)
 
     def test_bad_options(self):
-        for argv in (["nope"], ["native", "native"], ["--modes", "read,nope", "native"], ["--duration", "1.5s", "native"],
-                     ["--rounds", "0", "native"]):
+        for argv in (["nope"], ["notesd", "notesd"], ["native", "notesd"], ["--modes", "read,nope", "notesd"],
+                     ["--duration", "1.5s", "notesd"], ["--rounds", "0", "notesd"]):
             with self.assertRaises(SystemExit, msg=argv):
                 with open(os.devnull, "w") as devnull:
                     old, sys.stderr = sys.stderr, devnull
@@ -259,12 +275,40 @@ class Options(unittest.TestCase):
                     finally:
                         sys.stderr = old
 
+    def test_native_is_notesd(self):
+        self.assertEqual(run.parse_args(["native", "node"]).targets, ["notesd", "node"])
+        self.assertEqual(run.parse_args(["bun", "notesd"]).targets, ["bun", "notesd"])
+
     def test_durations(self):
         self.assertEqual(run.seconds("180s", "d"), 180)
         self.assertEqual(run.seconds("3m", "d"), 180)
         self.assertEqual(run.seconds("1m30s", "d"), 90)
         self.assertEqual(run.seconds("15", "d"), 15)
         self.assertEqual(run.seconds("500ms", "d"), 0.5)
+
+
+class MissingTool(unittest.TestCase):
+    """run.sh --tool k6 without k6: it says where k6 comes from, and creates nothing."""
+
+    def test_k6_missing_says_how_to_get_it_and_leaves_no_results_directory(self):
+        tmp = tempfile.mkdtemp(prefix="harness-no-k6-")
+        try:
+            bin_dir = os.path.join(tmp, "bin")     # PATH without k6 (or anything else run.sh needs not)
+            os.mkdir(bin_dir)
+            os.symlink(shutil.which("dirname"), os.path.join(bin_dir, "dirname"))
+            out = os.path.join(tmp, "results")
+            env = {"PATH": bin_dir, "NOTESD_PYTHON": sys.executable, "HOME": tmp}
+            res = subprocess.run(["/bin/bash", os.path.join(os.path.dirname(HERE), "run.sh"), "--tool", "k6",
+                                  "--quick", "--out", out, "notesd"], env=env, capture_output=True, text=True,
+                                 timeout=60)
+            self.assertEqual(res.returncode, 2, res.stdout + res.stderr)
+            self.assertIn("--tool k6: k6 is not on PATH", res.stderr)
+            self.assertIn("k6 is not in Debian or npm", res.stderr)
+            self.assertIn("docker compose -f docker/compose.yaml run --rm k6", res.stderr)
+            self.assertFalse(os.path.exists(out), os.listdir(tmp))
+            self.assertEqual(sorted(os.listdir(tmp)), ["bin"])
+        finally:
+            shutil.rmtree(tmp)
 
 
 class DatabaseUrls(unittest.TestCase):

@@ -4,8 +4,9 @@ throughput (loadtests/bench --sweep)."""
 import math
 from xml.sax.saxutils import escape
 
-PALETTE = {"native": "#4e79a7", "node": "#3c873a", "bun": "#e8833a", "deno": "#6b5b95",
-           "native-prepared": "#59a14f", "native-pipeline": "#e15759"}
+PALETTE = {"notesd": "#4e79a7", "node": "#3c873a", "bun": "#e8833a", "deno": "#6b5b95",
+           "notesd-prepared": "#59a14f", "notesd-pipeline": "#e15759",
+           "native": "#4e79a7"}     # notesd in results directories from before it was named so
 FALLBACK = ["#4e79a7", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"]
 FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
 

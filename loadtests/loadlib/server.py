@@ -231,8 +231,8 @@ PEERS = ("node", "bun", "deno")
 
 
 def target_command(runtime, notesd_bin):
-    """(argv, cwd) of a target: notesd ("native") from the repository's top, or the
-    Express peer on a pinned runtime from loadtests/peers/express."""
+    """(argv, cwd) of a target: the Express peer on a pinned runtime (node, bun, deno) from
+    loadtests/peers/express, or, for any other name ("notesd"), notesd from the repository's top."""
     if runtime not in PEERS:
         return [notesd_bin], REPO
     binary = os.path.join(RUNTIME_BIN, runtime)

@@ -3,7 +3,8 @@
 round of read, write and json (2 s each, 8 connections) against a PostgreSQL of
 this test's own, and its results must be complete and consistent: one entry per
 test, no failed request, client and server counts reconciled, startup time
-recorded, and charts that are well-formed SVG.
+recorded, charts that are well-formed SVG, and each test's scrapes as OpenMetrics
+(metrics.om) that promtool accepts.
 
     NOTESD_REPO=/path/to/repo /usr/bin/python3 tests/integration/test_harness.py
 
@@ -42,7 +43,7 @@ class HarnessTest(unittest.TestCase):
         cls.env = {k: v for k, v in os.environ.items() if k not in ("DB_URL", "PORT", "METRICS_PORT")}
         cls.env.update({"NOTESD_PGDATA": os.path.join(cls.tmp, "pgdata"), "NOTESD_PGPORT": str(free_port_in(18100, 18199)),
                         "NOTESD_BIN": BIN, "ASAN_OPTIONS": "detect_leaks=0"})
-        argv = [os.path.join(REPO, "loadtests", "run.sh"), "native", "--rounds", "1", "--modes", ",".join(MODES),
+        argv = [os.path.join(REPO, "loadtests", "run.sh"), "notesd", "--rounds", "1", "--modes", ",".join(MODES),
                 "--duration", "2s", "--vus", str(VUS), "--pause", "0", "--warmup", "0", "--out", cls.out]
         t0 = time.monotonic()
         proc = subprocess.Popen(argv, env=cls.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -74,7 +75,7 @@ class HarnessTest(unittest.TestCase):
         self.assertTrue(os.path.isfile(os.path.join(self.out, "report.md")), self.output())
         s = self.summary()
         self.assertEqual(sorted((t["target"], t["round"], t["mode"]) for t in s["tests"]),
-                         sorted(("native", 1, m) for m in MODES))
+                         sorted(("notesd", 1, m) for m in MODES))
         self.assertEqual(s["problems"], [])
         self.assertIn("every test reconciled, 0 failed requests", self.res.stdout)
         self.assertLess(self.seconds, 100)
@@ -112,6 +113,26 @@ class HarnessTest(unittest.TestCase):
                 self.assertGreaterEqual(t["scrapes"], 2)
                 self.assertGreater(t["rss_mib"], 0)
                 self.assertIsNotNone(t["cpu_pct"])
+
+    def test_openmetrics_per_test(self):
+        promtool = shutil.which("promtool")
+        for t in self.summary()["tests"]:
+            with self.subTest(mode=t["mode"]):
+                path = os.path.join(self.out, "r1", "notesd", t["mode"], "metrics.om")
+                with open(path) as f:
+                    text = f.read()
+                self.assertTrue(text.endswith("\n# EOF\n"))
+                with open(os.path.join(self.out, "r1", "notesd", t["mode"], "test.json")) as f:
+                    info = json.load(f)
+                self.assertEqual(info["openmetrics"]["scrapes"], t["scrapes"])
+                self.assertIn("# TYPE http_requests counter\n", text)
+                labels = f'job="notesd",target="notesd",mode="{t["mode"]}",round="1"'
+                self.assertRegex(text, r'(?m)^http_requests_total\{' + labels + r',method="GET",.* \d+ \d+\.\d{3}$')
+                if promtool:
+                    blocks = os.path.join(self.tmp, f"tsdb-{t['mode']}")
+                    res = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", path, blocks],
+                                         capture_output=True, text=True)
+                    self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
 
     def test_svg_charts_are_well_formed(self):
         for name in ("throughput.svg", "latency.svg"):

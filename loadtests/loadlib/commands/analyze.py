@@ -26,7 +26,8 @@ from loadlib.quantile import median
 from loadlib.report import table
 
 MODE_LABELS = {"read": "Reads", "write": "Writes", "mixed": "Mixed", "json": "No database"}
-TARGET_NAMES = {"native": "notesd", "node": "Node", "bun": "Bun", "deno": "Deno"}
+# "native" is how results directories written before the harness said "notesd" name it
+TARGET_NAMES = {"notesd": "notesd", "native": "notesd", "node": "Node", "bun": "Bun", "deno": "Deno"}
 MIB = 1024 * 1024
 WINDOW_SKIP_S = 20.0
 WINDOW_SKIP_SHARE = 0.2
@@ -700,7 +701,7 @@ def render_report(config, targets, modes, labels, medians, tests, starts, total_
         L.append(f"- Load: `k6 run loadtests/k6/notes.js` with `MODE`, `VUS={config.get('vus')}`, "
                  f"`DURATION={config.get('duration_s')}s` (constant-vus, as the seed).")
     L.append("- Targets: " + "; ".join(
-        f"{labels[t]}: " + ("`build/notesd` with `SERVER_TIMING=0`" if t == "native" else
+        f"{labels[t]}: " + ("`build/notesd` with `SERVER_TIMING=0`" if t in ("notesd", "native") else
                             f"`{'deno run -A server.js' if t == 'deno' else t + ' server.js'}` in loadtests/peers/express")
         for t in targets) + ". All listen on 127.0.0.1; metrics scraped once per second from one scraper.")
     L.append(f"- Averages over a test (pool, event loop, RSS, CPU) use the window from "
@@ -719,7 +720,8 @@ def render_report(config, targets, modes, labels, medians, tests, starts, total_
     L.append("")
     L.append("`summary.json` holds every figure of every test. Raw files per test in `r<round>/<target>/<mode>/`: "
              f"the tool's output (`{'wrk.txt' if tool == 'wrk' else 'k6-summary.json'}`), `before.prom` and "
-             "`after.prom`, every scrape in `metrics.prom.gz`, `/proc` samples in `proc.jsonl`, and "
+             "`after.prom`, every scrape in `metrics.prom.gz` (and as OpenMetrics in `metrics.om`, which "
+             "`docker/replay/backfill.sh` loads into Prometheus), `/proc` samples in `proc.jsonl`, and "
              "`reconcile.txt`/`reconcile.json`; per target and round, `start.json` and `target.log`.")
     L.append("")
     return "\n".join(L)

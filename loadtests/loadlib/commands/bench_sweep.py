@@ -22,8 +22,6 @@ SERVICE_LEVELS = (1, 10)
 P99_SHARE = 1 / 3
 # subjects of the sweep, in the order of the table (whichever of them this run has)
 SWEEP_SUBJECTS = ["notesd", "notesd-prepared", "notesd-pipeline", "node", "bun", "deno"]
-SERIES_COLOR = {"notesd": "native", "notesd-prepared": "native-prepared",
-                "notesd-pipeline": "native-pipeline"}
 
 
 def raise_fd_limit(connections):
@@ -160,7 +158,7 @@ def chart(test, by_subject):
         if not levels:
             continue
         pts = sorted(levels.items())
-        key = SERIES_COLOR.get(subject, subject)
+        key = subject                   # charts.PALETTE has a colour per subject
         series.append((key, f"{subject} p99", [(r["rps"], r["p99_ms"], f"c{n}") for n, r in pts],
                        False))
         series.append((key, f"{subject} p50", [(r["rps"], r["p50_ms"], None) for n, r in pts],

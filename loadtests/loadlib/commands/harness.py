@@ -3,6 +3,7 @@ the same load, against the same freshly reset PostgreSQL, in rotated order.
 Started by loadtests/run.sh (see there for the options)."""
 import argparse
 import datetime
+import gzip
 import json
 import os
 import re
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from loadlib import pg, procs, server
+from loadlib import openmetrics, pg, procs, server
 from loadlib.commands import analyze
 from loadlib.netcheck import db_hosts, db_port, is_loopback_host, remote_db_hosts  # noqa: F401
 from loadlib.procs import find_postmaster, loadavg, machine_info
@@ -20,7 +21,9 @@ from loadlib.sampler import Sampler
 from loadlib.server import LOADTESTS, REPO
 from loadlib.tools import wrk
 
-TARGETS = ("native", "node", "bun", "deno")
+TARGETS = ("notesd", "node", "bun", "deno")
+# older spellings still accepted on the command line; results, reports and charts use the name
+ALIASES = {"native": "notesd"}
 MODES = ("read", "write", "mixed", "json")
 TARGET_PORTS = range(18100, 18200)
 METRICS_OFFSET = 1000                      # metrics port = target port + 1000 (19100-19199)
@@ -31,6 +34,10 @@ STOP_TIMEOUT_S = 20.0
 SEED = {"rounds": 3, "modes": "read,write,mixed,json", "duration": "180s", "vus": 100, "pause": "15s",
         "warmup": "30s"}
 QUICK = {"rounds": 1, "duration": "10s", "pause": "2s", "warmup": "2s"}
+# k6 is in neither Debian nor npm; the Compose stack has it as a service (docker/README.md)
+K6_HINT = ("k6 is not in Debian or npm. Run it from the Compose stack instead, "
+           "`docker compose -f docker/compose.yaml run --rm k6` (docker/README.md, \"Running k6\"), "
+           "install it from its upstream package, or use --tool wrk")
 
 
 class HarnessError(Exception):
@@ -62,7 +69,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog="loadtests/run.sh",
         description="Compare notesd with the Express peer on Node, Bun and Deno under the seed's load.")
-    ap.add_argument("targets", nargs="+", metavar="TARGET", help="native, node, bun or deno")
+    ap.add_argument("targets", nargs="+", metavar="TARGET", help="notesd, node, bun or deno (native: notesd)")
     ap.add_argument("--quick", action="store_true",
                     help="1 round, 10 s per mode, 2 s pause, 2 s warm-up (explicit options still win)")
     ap.add_argument("--rounds", type=int, help=f"rounds (default {SEED['rounds']})")
@@ -85,6 +92,7 @@ def parse_args(argv):
         if getattr(a, key) is None:
             setattr(a, key, base[key])
 
+    a.targets = [ALIASES.get(t, t) for t in a.targets]
     bad = [t for t in a.targets if t not in TARGETS]
     if bad:
         ap.error(f"unknown target(s) {', '.join(bad)} (choose from {', '.join(TARGETS)})")
@@ -202,7 +210,7 @@ class Target:
 
 def ensure_binaries(targets):
     notesd_bin = os.environ.get("NOTESD_BIN") or os.path.join(REPO, "build", "notesd")
-    if "native" in targets:
+    if "notesd" in targets:
         if os.environ.get("NOTESD_BIN"):
             if not os.access(notesd_bin, os.X_OK):
                 raise HarnessError(f"NOTESD_BIN={notesd_bin} is not executable")
@@ -211,7 +219,7 @@ def ensure_binaries(targets):
             res = subprocess.run([os.path.join(REPO, "server", "build.sh")], capture_output=True, text=True)
             if res.returncode != 0 or not os.access(notesd_bin, os.X_OK):
                 raise HarnessError(f"server/build.sh failed:\n{res.stdout}{res.stderr}")
-    peers = [t for t in targets if t != "native"]
+    peers = [t for t in targets if t != "notesd"]
     if peers and not server.peers_ready(peers):
         missing = [t for t in peers if not server.runtime_installed(t)]
         log(f"== installing the peer and runtimes (loadtests/peers/install.sh){': missing ' + ', '.join(missing) if missing else ''}")
@@ -227,7 +235,7 @@ class Tool:
     def __init__(self, choice, vus, duration_s):
         k6 = shutil.which("k6")
         if choice == "k6" and not k6:
-            raise HarnessError("--tool k6: k6 is not on PATH")
+            raise HarnessError(f"--tool k6: k6 is not on PATH. {K6_HINT}.")
         if choice in ("auto", "k6") and k6:
             self.name, self.path = "k6", k6
         elif wrk.available():
@@ -266,6 +274,21 @@ class Tool:
 
 
 # --------------------------------------------------------------------- one run
+
+def write_openmetrics(mdir, target, mode, rnd):
+    """metrics.om next to metrics.prom.gz: the test's scrapes as OpenMetrics with their
+    timestamps and the test's labels, for promtool's backfill (docker/replay/backfill.sh).
+    Returns {"scrapes": written, "skipped": left out}, or {"error": why}."""
+    try:
+        with gzip.open(os.path.join(mdir, "metrics.prom.gz"), "rt", encoding="utf-8", errors="replace") as f:
+            stream = f.read()
+        text, written, skipped = openmetrics.convert(stream, target, mode, rnd)
+        with open(os.path.join(mdir, "metrics.om"), "w", encoding="utf-8") as f:
+            f.write(text)
+    except (OSError, EOFError) as e:      # the raw scrapes stay; the run goes on without this file
+        return {"error": str(e)}
+    return {"scrapes": written, "skipped": skipped}
+
 
 class Run:
     def __init__(self, a):
@@ -331,6 +354,7 @@ class Run:
             sampler.join(30)
         info["scrapes"] = sampler.scrapes
         info["sampler_errors"] = sampler.errors
+        info["openmetrics"] = write_openmetrics(mdir, target, mode, rnd)
         with open(os.path.join(mdir, "test.json"), "w") as f:
             json.dump(info, f, indent=2)
 
@@ -428,7 +452,6 @@ def main(argv=None):
     signal.signal(signal.SIGHUP, on_signal)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     a.out = os.path.abspath(a.out or os.path.join(LOADTESTS, "results", stamp))
-    os.makedirs(a.out, exist_ok=True)
     run = Run(a)
     started = time.time()
     try:
@@ -438,6 +461,9 @@ def main(argv=None):
     except (HarnessError, subprocess.CalledProcessError) as e:
         print(f"run.sh: {e}", file=sys.stderr)
         return 2
+    # only once the tool, the database and the binaries are there: a run that cannot
+    # start leaves no empty results directory behind
+    os.makedirs(a.out, exist_ok=True)
     cpus = pinning()
     orders = [a.targets[(r - 1) % len(a.targets):] + a.targets[:(r - 1) % len(a.targets)]
               for r in range(1, a.rounds + 1)]

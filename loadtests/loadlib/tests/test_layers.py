@@ -16,7 +16,7 @@ LOADLIB = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # bottom first; a module may import from the layers before its own
 LAYERS = [
     {"prom", "netcheck", "procs", "server", "pg", "pgbench", "mixes", "report", "charts", "tools.base"},
-    {"quantile", "tools.wrk", "netns"},
+    {"quantile", "openmetrics", "tools.wrk", "netns"},
     {"sampler", "tools.run"},
     {"commands.analyze", "commands.bench_report", "commands.calibrate_matrix",
      "commands.calibrate_scorecard"},

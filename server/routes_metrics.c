@@ -325,7 +325,7 @@ static void build_metrics(out_t *o)
     int v = PQlibVersion();
     family(o, "notes_build_info", "gauge", "Build information; the value is always 1.");
     put(o,
-        "notes_build_info{version=\"%s\",runtime=\"native\",h2o_version=\"%s\","
+        "notes_build_info{version=\"%s\",runtime=\"notesd\",h2o_version=\"%s\","
         "libpq_version=\"%d.%d\"} 1\n",
         NOTESD_VERSION, H2O_VERSION, v / 10000, v % 10000);
 }

@@ -116,7 +116,7 @@ def pgbench_load(db, mode, cpu, seconds, settings=None):
 
 
 def notesd_run(binary, url, prepared, timeout_ms, seconds, measure_fn):
-    env = server.target_env("native", dict(os.environ), url, 18490, 19490)
+    env = server.target_env("notesd", dict(os.environ), url, 18490, 19490)
     if prepared:
         env["PREPARED"] = "1"
     if timeout_ms is not None:
@@ -135,7 +135,7 @@ def notesd_run(binary, url, prepared, timeout_ms, seconds, measure_fn):
 def with_wrk_beside(binary, url, seconds, measure_fn):
     """Runs measure_fn while wrk on CPU 0 keeps a database-free notesd (CPU 1) busy on
     /json: CPU 0's share of wrk, without wrk's requests reaching PostgreSQL."""
-    env = server.target_env("native", dict(os.environ), url, 18491, 19491)
+    env = server.target_env("notesd", dict(os.environ), url, 18491, 19491)
     proc = server.Spawned([binary], env, server.REPO, "/dev/null", cpus={1})
     try:
         server.wait_ready(proc, 18491, "/json", time.monotonic())

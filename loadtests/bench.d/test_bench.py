@@ -342,7 +342,7 @@ class Sweep(unittest.TestCase):
         self.assertEqual(bench_sweep.section([], None), "")
 
     def test_log_axis_has_decades(self):
-        svg = charts.line_chart("t", "s", [("native", "a p99", [(10, 0.05, "c1"), (20, 80, None)],
+        svg = charts.line_chart("t", "s", [("notesd", "a p99", [(10, 0.05, "c1"), (20, 80, None)],
                                              False)], "req/s", "ms", log_y=True)
         for label in (">0.01<", ">0.1<", ">1<", ">10<", ">100<"):
             self.assertIn(label, svg)

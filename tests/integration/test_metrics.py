@@ -159,7 +159,7 @@ class MetricsTest(ServerTestCase):
         build = [k for k in s if k[0] == "notes_build_info"]
         self.assertEqual(len(build), 1)
         labels = dict(build[0][1])
-        self.assertEqual(labels["runtime"], "native")
+        self.assertEqual(labels["runtime"], "notesd")
         self.assertEqual(labels["h2o_version"], "2.2.5")
         self.assertRegex(labels["libpq_version"], r"^\d+\.\d+$")
 

@@ -233,9 +233,9 @@ class Server:
         if self.subject == "h2o":
             conf = b.h2o_config(self.threads, self.port)
             return ["h2o", "-c", conf], dict(os.environ), b.tmp
-        runtime = self.subject if self.subject in PEERS else "native"
+        runtime = self.subject if self.subject in PEERS else "notesd"
         base = dict(os.environ)
-        if runtime == "native":
+        if runtime == "notesd":
             base = {k: v for k, v in base.items() if k not in b.notesd_vars}
         env = server.target_env(runtime, base, b.db.url, self.port, self.metrics_port, pool_max=b.args.pool)
         cmd, cwd = server.target_command(runtime, b.notesd)
@@ -243,7 +243,7 @@ class Server:
             env["PREPARED"] = "1"
         if self.subject in PIPELINE_SUBJECTS:
             cmd += ["--pipeline", str(PIPELINE_DEPTH)]
-        if runtime == "native" and self.threads > 1:
+        if runtime == "notesd" and self.threads > 1:
             cmd += ["--threads", str(self.threads)]
         return cmd, env, cwd
 

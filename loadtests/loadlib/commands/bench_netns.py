@@ -77,9 +77,9 @@ class NetnsDatabase:
 def server_command(bench, subject, db_url, port, metrics_port):
     """(argv, env, cwd) of a subject inside nb-srv, listening on nb-srv's address on
     the link to nb-load."""
-    runtime = subject if subject in report.PEERS else "native"
+    runtime = subject if subject in report.PEERS else "notesd"
     base = dict(os.environ)
-    if runtime == "native":
+    if runtime == "notesd":
         base = {k: v for k, v in base.items() if k not in bench.notesd_vars}
     env = server.target_env(runtime, base, db_url, port, metrics_port, pool_max=bench.args.pool)
     env["HOST"] = netns.address("srv", "load")

@@ -221,9 +221,9 @@ class Server:
         for p in (self.port, self.metrics_port):
             if not srv.port_free(p):
                 raise SystemExit(f"calibrate: port {p} is taken; pick --port/--metrics-port")
-        env = srv.target_env("native", os.environ, args.db_url, self.port, self.metrics_port)
+        env = srv.target_env("notesd", os.environ, args.db_url, self.port, self.metrics_port)
         env.update(LOG_LEVEL="warn", SERVER_TIMING="1")     # section 2 reads Server-Timing
-        argv, cwd = srv.target_command("native", args.notesd)
+        argv, cwd = srv.target_command("notesd", args.notesd)
         self.log = os.path.join(tempfile.gettempdir(), f"calibrate-notesd-{os.getpid()}.log")
         self.proc = srv.Spawned(procs.taskset(argv, 1 if pin else None), env, cwd, self.log, tied=True)
         try:

@@ -95,7 +95,7 @@ class Spawning(unittest.TestCase):
 
 class Targets(unittest.TestCase):
     def test_commands(self):
-        self.assertEqual(server.target_command("native", "/x/notesd"), (["/x/notesd"], server.REPO))
+        self.assertEqual(server.target_command("notesd", "/x/notesd"), (["/x/notesd"], server.REPO))
         argv, cwd = server.target_command("deno", "/x/notesd")
         self.assertEqual((argv[1:], cwd), (["run", "-A", "server.js"], server.PEER_DIR))
         self.assertEqual(os.path.basename(argv[0]), "deno")
@@ -104,7 +104,7 @@ class Targets(unittest.TestCase):
 
     def test_environments(self):
         base = {"PATH": "/usr/bin", "KEEP": "1"}
-        env = server.target_env("native", base, "postgresql://u@127.0.0.1/n", 18100, 19100, pool_max=7)
+        env = server.target_env("notesd", base, "postgresql://u@127.0.0.1/n", 18100, 19100, pool_max=7)
         self.assertEqual({k: env[k] for k in ("DB_URL", "HOST", "PORT", "METRICS_HOST", "METRICS_PORT",
                                               "POOL_MAX", "SERVER_TIMING", "KEEP", "PATH")},
                          {"DB_URL": "postgresql://u@127.0.0.1/n", "HOST": "127.0.0.1", "PORT": "18100",

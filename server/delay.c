@@ -109,6 +109,7 @@ static void on_timer(h2o_socket_t *sock, const char *err)
     while (heap_len > 0 && heap[0].due_ns <= now) {
         notesd_req_t *r = heap[0].r;
         heap_remove(0);
+        request_client_gone(r); /* answered all the same: h2o needs the request to end */
         char *body = h2o_mem_alloc_pool(&r->req->pool, 48);
         int len = snprintf(body, 48, "{\"delay_ms\":%ld}", r->u.delay.ms);
         respond(r, 200, CT_JSON, body, (size_t)len);

@@ -14,8 +14,14 @@
 /* Registers every row of the route table; call once, before http_open_listeners. */
 void http_configure(void);
 
+/* Connections the metrics port accepts at once: its own small budget, so a
+ * full API port never locks Prometheus out. */
+#define HTTP_METRICS_MAX_CONNECTIONS 8
+
 /* Opens the listening sockets of every loop (one per loop on the API port,
- * one metrics socket); returns 0, or -1 after logging why. */
+ * one metrics socket) and shares config.max_connections out among the loops;
+ * PORT=0 and METRICS_PORT=auto take free ports, recorded in server.api_port and
+ * server.metrics_port. Returns 0, or -1 after logging why. */
 int http_open_listeners(void);
 
 /* On the loop's own thread: creates its event loop and context and starts
@@ -24,5 +30,9 @@ void http_start_loop(notesd_loop_t *loop);
 
 /* Stops accepting new connections on the calling thread's loop. */
 void http_stop_accepting(notesd_loop_t *loop);
+
+/* Frees what http_start_loop created besides the h2o context; after
+ * http_stop_accepting, when the loop is about to end. */
+void http_dispose_loop(notesd_loop_t *loop);
 
 #endif

@@ -19,6 +19,27 @@
 
 #define NOTESD_MAX_LOOPS 64
 
+/* How a listening socket stands; http.c is the only writer. */
+enum listener_state {
+    LISTENER_ACCEPTING, /* watched: a new connection is accepted at once */
+    LISTENER_FULL,      /* at its connection limit: not watched until one closes */
+    LISTENER_BACKOFF,   /* accept failed for want of descriptors: not watched for 100 ms */
+    LISTENER_CLOSED,    /* shut down, or never opened */
+};
+
+/* One listening socket of a loop and the connections it accepted. New clients
+ * that find it FULL or in BACKOFF wait in the kernel's backlog, not in notesd. */
+typedef struct listener {
+    int fd;                /* opened by main (http_open_listeners); -1 = none */
+    h2o_socket_t *sock;    /* wraps fd on the loop; closing it closes fd */
+    h2o_accept_ctx_t accept;
+    enum listener_state state;
+    size_t connections;    /* accepted here and not yet closed */
+    size_t max;            /* the listener stops being read at this many */
+    int starved;           /* accept failed for want of descriptors since the last success */
+    h2o_timeout_entry_t backoff_entry; /* ends LISTENER_BACKOFF */
+} listener_t;
+
 enum loop_state {
     LOOP_RUNNING,
     LOOP_DRAINING, /* not accepting; finishing in-flight requests */
@@ -29,9 +50,8 @@ typedef struct notesd_loop {
     int index;
     pthread_t thread;
     h2o_context_t ctx;
-    h2o_accept_ctx_t api_accept, metrics_accept;
-    int api_fd, metrics_fd;                        /* listening sockets, opened by main */
-    h2o_socket_t *api_listener, *metrics_listener; /* metrics: loop 0 only */
+    listener_t api, metrics;      /* metrics: loop 0 only */
+    h2o_timeout_t accept_backoff; /* 100 ms, for listener_t.backoff_entry */
     pool_t pool;                                   /* this loop's slice of POOL_MAX */
     stats_loop_t stats;                            /* HTTP series, in flight, connections */
     lag_probe_t lag;                               /* the event-loop lag probe */
@@ -48,6 +68,7 @@ typedef struct notesd_server {
     h2o_hostconf_t *api_hosts[2], *metrics_hosts[2]; /* NULL-terminated, for accept */
     notesd_loop_t *loops;
     int nloops;
+    int api_port, metrics_port; /* as bound: PORT=0 and METRICS_PORT=auto resolved */
 } notesd_server_t;
 
 extern notesd_server_t server;

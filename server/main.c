@@ -16,11 +16,13 @@
  * Out of memory: allocation failures abort (h2o already does so underneath
  * us); recovering per request would only be half a policy.
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 #include "config.h"
@@ -63,6 +65,53 @@ static void describe_db(char *out, size_t len)
     snprintf(out, len, "%s%s%s%s%s/%s", user, user[0] ? "@" : "", host[0] ? host : "(default)",
              port[0] ? ":" : "", port, dbname);
     PQconninfoFree(opts);
+}
+
+/* ---- descriptors ------------------------------------------------------------------------- */
+
+/* Descriptors kept back from MAX_CONNECTIONS's default: per loop its listener,
+ * epoll, wake-up eventfd, two timerfds and h2o's queue pipe (8 leaves room), and
+ * for the process stdio, the signalfd, /proc and static files being sent (16)
+ * and the metrics port's connections. The pool's POOL_MAX comes on top. */
+#define FDS_PER_LOOP 8
+#define FDS_PROCESS (16 + HTTP_METRICS_MAX_CONNECTIONS)
+
+/* Raises the soft RLIMIT_NOFILE to the hard one (as a server should: the soft
+ * default of 1024 is for interactive shells), then derives MAX_CONNECTIONS
+ * from it unless it was set. Returns 0, or -1 after printing why. */
+static int admit_by_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        perror("notesd: getrlimit");
+        return -1;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t soft = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            rl.rlim_cur = soft; /* keep what we have */
+    }
+    long fds = rl.rlim_cur > (rlim_t)INT_MAX ? INT_MAX : (long)rl.rlim_cur;
+    long room = fds - config.pool_max - (long)FDS_PER_LOOP * config.threads - FDS_PROCESS;
+    if (config.max_connections == 0) {
+        if (room < 1) {
+            fprintf(stderr,
+                    "notesd: RLIMIT_NOFILE (%ld) leaves no descriptor for connections after "
+                    "POOL_MAX (%d) and %d per loop; raise it (ulimit -n) or set MAX_CONNECTIONS "
+                    "(see --help)\n",
+                    fds, config.pool_max, FDS_PER_LOOP);
+            return -1;
+        }
+        config.max_connections = (int)room;
+    } else if (config.max_connections > room) {
+        log_warn("MAX_CONNECTIONS (%d) is more than RLIMIT_NOFILE (%ld) leaves room for (%ld); "
+                 "when descriptors run out, accepting pauses for 100 ms at a time",
+                 config.max_connections, fds, room < 0 ? 0 : room);
+    }
+    if (config.max_connections < config.threads)
+        config.max_connections = config.threads; /* each loop takes at least one */
+    return 0;
 }
 
 /* ---- one loop's shutdown ----------------------------------------------------------------- */
@@ -170,6 +219,7 @@ static void finish_loop(notesd_loop_t *loop)
     lag_stop(&loop->lag);
     delay_stop();
     h2o_timeout_dispose(loop->ctx.loop, &loop->drain_timeout);
+    http_dispose_loop(loop);
     pool_dispose(&loop->pool);
 }
 
@@ -214,6 +264,8 @@ int main(int argc, char **argv)
         /* POOL_MAX is shared out; the first loops take the remainder. */
         loop->pool.max = config.pool_max / config.threads + (i < config.pool_max % config.threads);
     }
+    if (admit_by_fd_limit() != 0)
+        return 2;
     http_configure();
     if (http_open_listeners() != 0)
         return 1;
@@ -242,10 +294,14 @@ int main(int argc, char **argv)
     signals = watch_signals(main_loop->ctx.loop);
 
     describe_db(db, sizeof(db));
-    log_info("listening on http://%s:%d, metrics on http://%s:%d/metrics; %d loop(s), pool max %d "
-             "(%s statements), database %s",
-             config.host, config.port, config.metrics_host, config.metrics_port, server.nloops,
-             config.pool_max, config.prepared ? "prepared" : "unnamed", db);
+    /* Printed whatever LOG_LEVEL says: it is where notesd listens, the only
+     * way to learn a port the kernel chose (PORT=0, METRICS_PORT=auto). */
+    log_write(LOG_INFO,
+              "listening on http://%s:%d, metrics on http://%s:%d/metrics; %d loop(s), pool max "
+              "%d (%s statements), max connections %d, database %s",
+              config.host, server.api_port, config.metrics_host, server.metrics_port,
+              server.nloops, config.pool_max, config.prepared ? "prepared" : "unnamed",
+              config.max_connections, db);
 
     run_loop(main_loop);
     for (int i = 1; i < server.nloops; i++)

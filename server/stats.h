@@ -70,6 +70,8 @@ typedef struct stats_loop {
     http_series_t overflow;  /* the reserved series; read when its count is not 0 */
     int64_t in_flight;       /* requests received and not yet disposed of */
     size_t open_connections; /* accepted and not yet closed, both ports */
+    uint64_t accept_paused_full; /* times a listener stopped at its connection limit */
+    uint64_t accept_paused_fds;  /* times accept failed for want of descriptors (EMFILE...) */
 } stats_loop_t;
 
 void stats_loop_init(stats_loop_t *m);

@@ -30,13 +30,13 @@ enum listener_state {
 /* One listening socket of a loop and the connections it accepted. New clients
  * that find it FULL or in BACKOFF wait in the kernel's backlog, not in notesd. */
 typedef struct listener {
-    int fd;                /* opened by main (http_open_listeners); -1 = none */
-    h2o_socket_t *sock;    /* wraps fd on the loop; closing it closes fd */
+    int fd;             /* opened by main (http_open_listeners); -1 = none */
+    h2o_socket_t *sock; /* wraps fd on the loop; closing it closes fd */
     h2o_accept_ctx_t accept;
     enum listener_state state;
-    size_t connections;    /* accepted here and not yet closed */
-    size_t max;            /* the listener stops being read at this many */
-    int starved;           /* accept failed for want of descriptors since the last success */
+    size_t connections; /* accepted here and not yet closed */
+    size_t max;         /* the listener stops being read at this many */
+    int starved;        /* accept failed for want of descriptors since the last success */
     h2o_timeout_entry_t backoff_entry; /* ends LISTENER_BACKOFF */
 } listener_t;
 
@@ -52,9 +52,9 @@ typedef struct notesd_loop {
     h2o_context_t ctx;
     listener_t api, metrics;      /* metrics: loop 0 only */
     h2o_timeout_t accept_backoff; /* 100 ms, for listener_t.backoff_entry */
-    pool_t pool;                                   /* this loop's slice of POOL_MAX */
-    stats_loop_t stats;                            /* HTTP series, in flight, connections */
-    lag_probe_t lag;                               /* the event-loop lag probe */
+    pool_t pool;                  /* this loop's slice of POOL_MAX */
+    stats_loop_t stats;           /* HTTP series, in flight, connections */
+    lag_probe_t lag;              /* the event-loop lag probe */
     enum loop_state state;
     int wakeup_fd;        /* an eventfd: "begin shutdown" */
     h2o_socket_t *wakeup; /* watches wakeup_fd */

@@ -299,9 +299,9 @@ int main(int argc, char **argv)
     log_write(LOG_INFO,
               "listening on http://%s:%d, metrics on http://%s:%d/metrics; %d loop(s), pool max "
               "%d (%s statements), max connections %d, database %s",
-              config.host, server.api_port, config.metrics_host, server.metrics_port,
-              server.nloops, config.pool_max, config.prepared ? "prepared" : "unnamed",
-              config.max_connections, db);
+              config.host, server.api_port, config.metrics_host, server.metrics_port, server.nloops,
+              config.pool_max, config.prepared ? "prepared" : "unnamed", config.max_connections,
+              db);
 
     run_loop(main_loop);
     for (int i = 1; i < server.nloops; i++)

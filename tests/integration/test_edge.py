@@ -134,13 +134,16 @@ class AdmissionTest(unittest.TestCase):
             socks = [last]
             self.assertTrue(answer_within(last, 10).startswith(b"HTTP/1.1 200 "))
             m = parse(server.metrics())
-            self.assertGreaterEqual(
-                value(m, "notes_http_accept_paused_total", reason="fd_exhausted"), 1)
+            pauses = value(m, "notes_http_accept_paused_total", reason="fd_exhausted")
+            figure(f"{pauses:.0f} pauses of 100 ms")
+            self.assertGreaterEqual(pauses, 3)  # about 10 in the second measured
         finally:
             close_all(socks)
             self.assertEqual(server.stop(), 0, server.output)
-        self.assertIn("Too many open files", server.output)
-        self.assertEqual(server.output.count("Too many open files"), 1, "one warning per episode")
+        # One warning per episode (until an accept succeeds), not one per pause.
+        warnings = server.output.count("Too many open files")
+        self.assertGreaterEqual(warnings, 1)
+        self.assertLess(warnings, pauses / 2)
 
 
 class PortTest(unittest.TestCase):

@@ -35,7 +35,8 @@ def value(samples, name, **labels):
 
 class MetricsTest(ServerTestCase):
     database = "metrics"
-    env = {"POOL_MAX": "2", "LAG_INTERVAL_MS": "100"}
+    # The busy-loop test blocks the loop with /primes?below=2000000, above the default PRIMES_MAX.
+    env = {"POOL_MAX": "2", "LAG_INTERVAL_MS": "100", "PRIMES_MAX": "10000000"}
 
     def scrape(self):
         return parse(self.server.metrics())

@@ -1,10 +1,10 @@
 /*
  * http.c - h2o set-up: hosts, route dispatch, listeners, one context per loop (see http.h).
  */
+#include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
 #include <netdb.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>

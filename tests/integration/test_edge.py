@@ -195,29 +195,39 @@ class ShutdownTest(unittest.TestCase):
 
     def test_three_loops_finish_their_in_flight_work_and_exit_0(self):
         server = Notesd(self.db_url, env={"THREADS": "3", "POOL_MAX": "3"})
+        locker = db_connect("edge_shutdown")
+        locker.autocommit = False
+        locker.cursor().execute("select id from notes where id in (31, 32, 33) for update")
         results = []
 
-        def ask(path):
+        def ask(method, path):
             try:
-                results.append((path, request(server.port, "GET", path)[0]))
+                body = {"title": "t", "body": "b", "tag": "t"} if method == "PUT" else None
+                results.append((path, request(server.port, method, path, body=body)[0]))
             except OSError as e:
                 results.append((path, repr(e)))
 
-        # 24 connections: SO_REUSEPORT leaves a loop without one with odds of 3 * (2/3)^24.
-        paths = ["/delay/300"] * 24 + ["/notes/1", "/notes?tag=js"] * 3
-        threads = [threading.Thread(target=ask, args=(p,)) for p in paths]
+        # 24 delays: SO_REUSEPORT leaves a loop without one with odds of 3 * (2/3)^24;
+        # and three PUTs that wait on locked rows, holding database work in flight.
+        work = [("GET", "/delay/300")] * 24 + [("PUT", f"/notes/{i}") for i in (31, 32, 33)]
+        threads = [threading.Thread(target=ask, args=w) for w in work]
         for t in threads:
             t.start()
-        poll(lambda: value(parse(server.metrics()), "http_requests_in_flight") >= 24,
-             what="the delays in flight")
+        poll(lambda: value(parse(server.metrics()), "http_requests_in_flight") == len(work),
+             what="every request in flight")
         start = time.monotonic()
-        code = server.stop(signal.SIGTERM)
+        server.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.1)
+        locker.rollback()
+        locker.close()
+        server.proc.wait(10)  # exits by itself once the work is done
         took = time.monotonic() - start
+        code = server.stop()
         for t in threads:
             t.join(10)
-        figure(f"--threads 3, {len(paths)} requests in flight: exit {code} after {took:.3f} s")
+        figure(f"--threads 3, {len(work)} requests in flight: exit {code} after {took:.3f} s")
         self.assertEqual(code, 0, server.output)
-        self.assertEqual(sorted(results), sorted((p, 200) for p in paths))
+        self.assertEqual(sorted(map(str, results)), sorted(str((p, 200)) for _, p in work))
 
 
 class ClientGoneTest(unittest.TestCase):

@@ -2,7 +2,8 @@
  * main.c - start-up order, threads, signals, the run loop and shutdown.
  *
  * Order: settings, then every loop's memory (loops_init) and pool slice (which
- * checks DB_URL), then h2o configuration and the listening sockets, then one
+ * checks DB_URL), then the descriptor limit and MAX_CONNECTIONS derived from it,
+ * then h2o configuration and the listening sockets, then one
  * thread per extra loop,
  * then loop 0 on this thread with the lag probe, the metrics port and the
  * signals, then one line saying where we listen.

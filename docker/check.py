@@ -18,8 +18,14 @@ What it checks:
                every panel, query and variable uses the provisioned data source;
                every expression is valid PromQL (`promtool check rules`)
   metrics      every metric name in a dashboard expression is exported by notesd
-               (README.md's metrics table; histograms with _bucket/_sum/_count)
-               or by postgres_exporter (the list below)
+               (README.md's metrics table; histograms with _bucket/_sum/_count),
+               by the Express peer only (PEER_METRICS, found in server.js), by
+               postgres_exporter (the list below) or by k6's remote-write output
+               (K6_METRICS, with the trend stats compose.yaml and the TestRun
+               configure); k6 queries select the `testid` variable
+  offline      compose.offline.yaml: host networking everywhere, stand-ins built
+               from docker/offline/Dockerfile targets, ports below the ephemeral
+               range; its Prometheus template renders to a valid config
   compose      the compose files parse; every image has a pinned tag; the server
                waits for a healthy database; the database's health check goes
                over TCP; `docker-compose config -q` accepts them
@@ -78,7 +84,32 @@ POSTGRES_EXPORTER_METRICS = {
     "pg_stat_activity_count",
     "pg_database_size_bytes",
     "pg_locks_count",
+    # The stat_statements collector (--collector.stat_statements, collector/
+    # pg_stat_statements.go), labels user, datname, queryid. The offline
+    # overlay's query file for Debian's 0.11 exports the same names.
+    "pg_stat_statements_calls_total",
+    "pg_stat_statements_seconds_total",
+    "pg_stat_statements_rows_total",
 }
+
+# Names only the Express peer exports (prom-client's names for V8's heap), each
+# looked up in loadtests/peers/express/server.js by the check.
+PEER_METRICS = {"nodejs_heap_size_used_bytes", "nodejs_heap_size_total_bytes"}
+PEER_SERVER_JS = ROOT / "loadtests" / "peers" / "express" / "server.js"
+
+# k6's built-in metrics by type, as its experimental-prometheus-rw output names
+# them: counters k6_<name>_total, gauges k6_<name>, rates k6_<name>_rate, trends
+# one gauge per configured stat, k6_<name>_<stat> ("p(99)" -> p99). Source:
+# k6's metrics documentation (built-in metrics) and its remote-write output.
+K6_COUNTERS = {"http_reqs", "iterations", "dropped_iterations", "data_sent", "data_received"}
+K6_GAUGES = {"vus", "vus_max"}
+K6_RATES = {"checks", "http_req_failed"}
+K6_TRENDS = {"http_req_duration", "http_req_waiting", "http_req_blocked", "http_req_connecting",
+             "http_req_sending", "http_req_receiving", "iteration_duration"}
+TESTRUN = HERE / "kubernetes" / "overlays" / "k6" / "testrun.yaml"
+OFFLINE_COMPOSE = HERE / "compose.offline.yaml"
+OFFLINE_PROMETHEUS = HERE / "prometheus" / "prometheus.offline.yml"
+OFFLINE_DOCKERFILE = HERE / "offline" / "Dockerfile"
 
 PROMETHEUS_CONFIGS = [
     HERE / "prometheus" / "prometheus.yml",
@@ -86,7 +117,9 @@ PROMETHEUS_CONFIGS = [
     HERE / "replay" / "prometheus.yml",
 ]
 LIVE_CONFIGS = PROMETHEUS_CONFIGS[:2]  # scraping ones: 1 s, as the comparison
-COMPOSE_FILES = [HERE / "compose.yaml", HERE / "compose.load.yaml", HERE / "replay" / "compose.yaml"]
+COMPOSE_FILES = [HERE / "compose.yaml", HERE / "compose.load.yaml", HERE / "replay" / "compose.yaml",
+                 HERE / "compose.offline.yaml"]
+OVERLAYS = {"compose.load.yaml", "compose.offline.yaml"}  # services there may add to compose.yaml's
 # Variables compose.load.yaml requires (${VAR:?...}); any address will do here.
 COMPOSE_TEST_ENV = {"APP_HOST": "192.0.2.10", "DB_HOST": "192.0.2.11"}
 DATASOURCES = HERE / "grafana" / "provisioning" / "datasources" / "prometheus.yaml"
@@ -101,7 +134,7 @@ PEER_BASES = {
     "bun": ("oven/bun:1.4.4-debian", "bun server.js"),
     "deno": ("denoland/deno:debian-2.9.8", "deno run -A server.js"),
 }
-RUNTIME_PACKAGES = {"libh2o-evloop0.13", "libpq5", "libcjson1", "ca-certificates"}
+RUNTIME_PACKAGES = {"libh2o-evloop0.13", "libpq5", "libcjson1", "libbrotli1", "ca-certificates"}
 
 
 # ---------------------------------------------------------------- reporting
@@ -247,8 +280,23 @@ def readme_defaults():
     return dict(rows)
 
 
+def k6_trend_stats():
+    """The trend stats k6 exports by remote write, from compose.yaml's k6 service
+    (K6_PROMETHEUS_RW_TREND_STATS), as name suffixes: "p(99)" -> "p99"."""
+    stats = compose(HERE / "compose.yaml")["services"]["k6"]["environment"]["K6_PROMETHEUS_RW_TREND_STATS"]
+    return {re.sub(r"p\((\d+(?:\.\d+)?)\)", lambda m: "p" + m.group(1).replace(".", ""), st.strip())
+            for st in stats.split(",")}
+
+
+def k6_metric_names():
+    names = {f"k6_{n}_total" for n in K6_COUNTERS} | {f"k6_{n}" for n in K6_GAUGES} | \
+            {f"k6_{n}_rate" for n in K6_RATES}
+    names |= {f"k6_{n}_{st}" for n in K6_TRENDS for st in k6_trend_stats()}
+    return names
+
+
 def allowed_metric_names():
-    names = set(POSTGRES_EXPORTER_METRICS)
+    names = set(POSTGRES_EXPORTER_METRICS) | PEER_METRICS | k6_metric_names()
     for name, kind in readme_metrics().items():
         names.add(name)
         if kind == "histogram":
@@ -345,6 +393,9 @@ def dashboard_queries(dash):
             q = q.get("query") if isinstance(q, dict) else q
             if q:
                 out.append((f"variable {var.get('name')!r}", q))
+    for ann in dash.get("annotations", {}).get("list", []):
+        if ann.get("expr"):
+            out.append((f"annotation {ann.get('name')!r}", ann["expr"]))
     return out
 
 
@@ -467,6 +518,9 @@ def check_dashboards_parse():
         for var in dash.get("templating", {}).get("list", []):
             if var.get("type") == "query" and (var.get("datasource") or {}).get("uid") != ds_uid:
                 problems.append(f"{name}: variable {var.get('name')!r} datasource is {var.get('datasource')!r}")
+        for ann in dash.get("annotations", {}).get("list", []):
+            if (ann.get("datasource") or {}).get("uid") != ds_uid:
+                problems.append(f"{name}: annotation {ann.get('name')!r} datasource is {ann.get('datasource')!r}")
     return problems
 
 
@@ -543,7 +597,28 @@ def check_metric_names():
             used |= names
     for n in sorted(POSTGRES_EXPORTER_METRICS - used):
         problems.append(f"postgres_exporter name {n!r} is listed but no dashboard uses it")
+    js = PEER_SERVER_JS.read_text(encoding="utf-8") if PEER_SERVER_JS.exists() else ""
+    for n in sorted(PEER_METRICS):
+        if f"'{n}'" not in js and f'"{n}"' not in js:
+            problems.append(f"{n} is listed as a peer metric but {rel(PEER_SERVER_JS)} does not export it")
+    for name, dash in dashboards().items():
+        for loc, expr in dashboard_queries(dash):
+            if any(n.startswith("k6_") for n in metric_names(expr)) and not loc.startswith("variable") \
+               and 'testid=~"$testid"' not in expr:
+                problems.append(f"{name} {loc}: a k6 query must select testid=~\"$testid\"")
     return problems
+
+
+def check_k6_trend_stats():
+    """The TestRun asks k6 for the same trend stats as compose.yaml, so the
+    dashboards' k6_*_pNN names exist in both setups."""
+    want = compose(HERE / "compose.yaml")["services"]["k6"]["environment"]["K6_PROMETHEUS_RW_TREND_STATS"]
+    runner = (load_yaml(TESTRUN)["spec"].get("runner") or {})
+    env = {e["name"]: e.get("value") for e in runner.get("env", [])}
+    if env.get("K6_PROMETHEUS_RW_TREND_STATS") != want:
+        return [f"{rel(TESTRUN)} K6_PROMETHEUS_RW_TREND_STATS is {env.get('K6_PROMETHEUS_RW_TREND_STATS')!r}, "
+                f"compose.yaml's k6 has {want!r}"]
+    return []
 
 
 # ---------------------------------------------------------------- checks: compose
@@ -570,7 +645,7 @@ def check_images_pinned():
         for name, svc in (compose(path).get("services") or {}).items():
             if "image" in svc and not image_pinned(svc["image"]):
                 problems.append(f"{rel(path)} service {name}: image {svc['image']!r} has no pinned tag")
-            if "image" not in svc and "build" not in svc and path.name != "compose.load.yaml":
+            if "image" not in svc and "build" not in svc and path.name not in OVERLAYS:
                 problems.append(f"{rel(path)} service {name}: neither image nor build")
             args = ((svc.get("build") or {}) if isinstance(svc.get("build"), dict) else {}).get("args") or {}
             if "BASE" in args and not image_pinned(args["BASE"]):
@@ -667,7 +742,8 @@ def check_docker_compose_config():
     problems = []
     runs = [([HERE / "compose.yaml"], {}),
             ([HERE / "compose.yaml", HERE / "compose.load.yaml"], COMPOSE_TEST_ENV),
-            ([HERE / "replay" / "compose.yaml"], {})]
+            ([HERE / "replay" / "compose.yaml"], {}),
+            ([HERE / "compose.yaml", HERE / "compose.offline.yaml"], {})]
     for files, extra in runs:
         cmd = [exe]
         for f in files:
@@ -793,8 +869,20 @@ def check_peers_dockerfile():
     return problems
 
 
+def ignore_entries(path):
+    return {l.strip() for l in path.read_text(encoding="utf-8").splitlines()
+            if l.strip() and not l.startswith("#")}
+
+
 def check_dockerignore():
     problems = []
+    root = ROOT / ".dockerignore"
+    if not root.exists():
+        problems.append(".dockerignore missing at the root (Engine 20.10 and the classic builder read only it)")
+    for df in (DOCKERFILE, PEERS_DOCKERFILE):
+        ign = df.with_name(df.name + ".dockerignore")
+        if root.exists() and ign.exists() and ignore_entries(ign) != ignore_entries(root):
+            problems.append(f"{rel(ign)} and .dockerignore list different paths")
     for df in (DOCKERFILE, PEERS_DOCKERFILE):
         ign = df.with_name(df.name + ".dockerignore")
         if not ign.exists():
@@ -950,6 +1038,71 @@ def check_runtime_libraries():
     return problems
 
 
+# ---------------------------------------------------------------- checks: offline overlay
+
+def check_offline_overlay():
+    problems = []
+    overlay = compose(OFFLINE_COMPOSE)["services"]
+    base = compose(HERE / "compose.yaml")["services"]
+    if set(overlay) != set(base):
+        problems.append(f"compose.offline.yaml must name every service of compose.yaml "
+                        f"(host networking for all): {sorted(set(base) ^ set(overlay))}")
+    for name, svc in overlay.items():
+        if svc.get("network_mode") != "host":
+            problems.append(f"compose.offline.yaml {name}: network_mode must be host")
+    targets = set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", OFFLINE_DOCKERFILE.read_text(), re.M | re.I))
+    for name, svc in overlay.items():
+        b = svc.get("build")
+        if b:
+            if b.get("dockerfile") != "docker/offline/Dockerfile" or b.get("target") not in targets:
+                problems.append(f"compose.offline.yaml {name}: build must name a target of docker/offline/Dockerfile")
+            if b.get("network") != "host":
+                problems.append(f"compose.offline.yaml {name}: build.network must be host (apt-get in RUN)")
+            if not svc.get("image", "").startswith("notesd-offline/"):
+                problems.append(f"compose.offline.yaml {name}: stand-in images are named notesd-offline/*")
+    for m in re.finditer(r"\$\{(OFFLINE_[A-Z_]+_PORT):-(\d+)\}", OFFLINE_COMPOSE.read_text()):
+        if not 1024 < int(m.group(2)) < 32768:
+            problems.append(f"{m.group(1)} defaults to {m.group(2)}, not below the ephemeral range (32768)")
+    exporter = overlay["postgres_exporter"]
+    query = next((a.split("=", 1)[1] for a in exporter.get("command", []) if a.startswith("--extend.query-path=")), "")
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in exporter.get("volumes", [])}
+    if query not in mounts or not (HERE / mounts[query]).exists():
+        problems.append("postgres_exporter's --extend.query-path must be a mounted file of docker/offline")
+    if "--collector.stat_statements" not in (base["postgres_exporter"].get("command") or []):
+        problems.append("compose.yaml's postgres_exporter needs --collector.stat_statements")
+    return problems
+
+
+def check_offline_prometheus():
+    """The template, rendered as the stand-in's entrypoint does with the
+    overlay's defaults, passes promtool; every variable it uses is set."""
+    promtool = shutil.which("promtool")
+    if not promtool:
+        return ["promtool not found (Debian package `prometheus`)"]
+    env = {k: str(v) for k, v in compose(OFFLINE_COMPOSE)["services"]["prometheus"]["environment"].items()}
+    problems, lines = [], []
+    for line in OFFLINE_PROMETHEUS.read_text(encoding="utf-8").splitlines():
+        if not line.lstrip().startswith("#"):
+            for name in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", line):
+                if name not in env:
+                    problems.append(f"{rel(OFFLINE_PROMETHEUS)} uses ${{{name}}}, which the overlay does not set")
+                line = line.replace("${" + name + "}", env.get(name, "0"))
+        lines.append(line)
+    with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as f:
+        f.write("\n".join(lines) + "\n")
+        tmp = f.name
+    try:
+        r = subprocess.run([promtool, "check", "config", tmp], capture_output=True, text=True)
+        if r.returncode != 0:
+            problems.append(f"promtool check config (rendered): {one_line(r.stdout + r.stderr)}")
+        jobs = {j["job_name"] for j in load_yaml(tmp)["scrape_configs"]}
+        if not {"notesd", "postgres", "prometheus"} <= jobs:
+            problems.append(f"offline jobs {sorted(jobs)} lack notesd, postgres or prometheus")
+    finally:
+        os.unlink(tmp)
+    return problems
+
+
 # ---------------------------------------------------------------- main
 
 def main():
@@ -963,7 +1116,8 @@ def main():
     report.run("dashboards are make_dashboards.py's output", check_dashboards_generated)
     report.run("dashboard queries are valid PromQL (promtool check rules)", check_promql_syntax)
     report.run("metric-name extractor self-test", check_extractor)
-    report.run("dashboard metric names exist in notesd or postgres_exporter", check_metric_names)
+    report.run("dashboard metric names exist in notesd, the peer, postgres_exporter or k6", check_metric_names)
+    report.run("k6 trend stats: the TestRun asks for compose.yaml's", check_k6_trend_stats)
     report.run("compose files parse", check_compose_parse)
     report.run("images pinned (compose, build args, FROM), no :latest", check_images_pinned)
     report.run("server and peers wait for a healthy database", check_depends_healthy)
@@ -974,6 +1128,8 @@ def main():
     report.run("Dockerfile.peers: one node_modules, three runtimes", check_peers_dockerfile)
     report.run("dockerignore files next to the Dockerfiles", check_dockerignore)
     report.run("ports and defaults agree with README.md", check_defaults)
+    report.run("compose.offline.yaml: host networking, Debian stand-ins, ports", check_offline_overlay)
+    report.run("prometheus.offline.yml renders to a valid config", check_offline_prometheus)
     report.run("mounted and copied paths exist", check_paths)
     report.run("runtime packages cover the binary's shared libraries", check_runtime_libraries)
     print(f"{report.passed} passed, {report.failed} failed")

@@ -12,16 +12,20 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 
-# What building and running need.
+# What building and running need (zlib and Brotli's decoder inflate request bodies).
 PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-dev libssl-dev
-          postgresql postgresql-contrib curl ca-certificates)
-# What the tests add: Debian's python3 with psycopg2, promtool, clang for
-# sanitizers and libFuzzer, clang-format for the style check, wrk for load smoke tests,
-# graphviz for the check that server/diagrams are current, and the load generators
-# the loadlib adapters drive (h2load, ab, hey, siege, httperf, locust).
-TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml prometheus clang libclang-rt-14-dev clang-format
-               wrk valgrind docker-compose graphviz
-               nghttp2-client apache2-utils hey siege httperf python3-locust)
+          zlib1g-dev libbrotli-dev postgresql postgresql-contrib curl ca-certificates openssl)
+# What the tests add: Debian's python3 with psycopg2 (and brotli, to compress test
+# bodies), promtool, clang for sanitizers and libFuzzer, clang-format for the style
+# check, wrk for load smoke tests, graphviz for the check that server/diagrams are
+# current, the load generators the loadlib adapters drive (h2load, ab, hey, siege,
+# httperf, locust), iproute2 for the benchmark's namespaces; for docker/: the engine
+# (docker.io), mmdebstrap for the Debian base image, Compose v1, and kubectl for rendering docker/kubernetes/ (Debian's
+# kubernetes-client only where no kubectl is on PATH: a newer one is not replaced).
+TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml python3-brotli prometheus clang
+               libclang-rt-14-dev clang-format wrk valgrind docker-compose graphviz docker.io mmdebstrap
+               nghttp2-client apache2-utils hey siege httperf python3-locust iproute2)
+command -v kubectl >/dev/null || TEST_PACKAGES+=(kubernetes-client)
 
 build=1
 for arg in "$@"; do
@@ -41,6 +45,13 @@ if ((${#missing[@]})); then
   SUDO=()
   [[ $(id -u) -eq 0 ]] || SUDO=(sudo)
   export DEBIAN_FRONTEND=noninteractive
+  # A dockerd the package starts must not create Docker's default bridge (a
+  # 172.17.0.0/16 network): the tests run every container on the host network.
+  if [[ " ${missing[*]} " == *" docker.io "* && ! -e /etc/docker/daemon.json ]]; then
+    "${SUDO[@]}" mkdir -p /etc/docker
+    echo '{"bridge": "none", "iptables": false, "ip6tables": false, "ip-forward": false, "ip-masq": false}' |
+      "${SUDO[@]}" tee /etc/docker/daemon.json >/dev/null
+  fi
   "${SUDO[@]}" apt-get update -qq
   "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -13,9 +13,9 @@
 
 notesd_config_t config;
 
-/* OPT_METRICS_PORT: an integer port, where 0 keeps its old meaning (no metrics
- * port), so an ephemeral metrics port is spelled "auto". */
-enum opt_type { OPT_STRING, OPT_INT, OPT_BOOL, OPT_LOG_LEVEL, OPT_METRICS_PORT };
+/* OPT_PORT_OR_AUTO: an integer port where 0 means "no such listener" (the
+ * metrics and TLS ports), so a free port the kernel picks is spelled "auto". */
+enum opt_type { OPT_STRING, OPT_INT, OPT_BOOL, OPT_LOG_LEVEL, OPT_PORT_OR_AUTO };
 
 struct option_row {
     const char *flag; /* without the leading "--" */
@@ -35,20 +35,24 @@ static const struct option_row options[] = {
      INT_MAX, "a client gets this long to send a request, and to stay idle on keep-alive"},
     {"db-url", "DB_URL", OPT_STRING, FIELD(db_url), NULL, 0, 0,
      "libpq connection URI of the notes database"},
+    {"h2c", "H2C", OPT_BOOL, FIELD(h2c), "0", 0, 0,
+     "also speak HTTP/2 over cleartext on the API port (prior knowledge or Upgrade: h2c)"},
     {"host", "HOST", OPT_STRING, FIELD(host), "0.0.0.0", 0, 0, "address the API listens on"},
     {"lag-interval-ms", "LAG_INTERVAL_MS", OPT_INT, FIELD(lag_interval_ms), "100", 1, 60000,
      "period of the event-loop lag probe"},
     {"log-level", "LOG_LEVEL", OPT_LOG_LEVEL, FIELD(log_level), "info", 0, 0,
      "error, warn, info or debug"},
-    {"max-connections", "MAX_CONNECTIONS", OPT_INT, FIELD(max_connections), NULL, 1, INT_MAX,
-     "most open API connections, shared out among the loops; at the limit new clients wait in "
-     "the kernel's backlog [RLIMIT_NOFILE - POOL_MAX - 8 x THREADS - 24]"},
     {"max-body-bytes", "MAX_BODY_BYTES", OPT_INT, FIELD(max_body_bytes), "102400", 1,
      64 * 1024 * 1024, "request bodies larger than this get 413 (express.json's 100kb)"},
+    {"max-connections", "MAX_CONNECTIONS", OPT_INT, FIELD(max_connections), NULL, 1, INT_MAX,
+     "most open API connections, shared out among the loops; at the limit new clients wait in "
+     "the kernel's backlog [RLIMIT_NOFILE - POOL_MAX - 10 x THREADS - 24]"},
     {"metrics-host", "METRICS_HOST", OPT_STRING, FIELD(metrics_host), "0.0.0.0", 0, 0,
      "address the metrics port listens on"},
-    {"metrics-port", "METRICS_PORT", OPT_METRICS_PORT, FIELD(metrics_port), "9091", 0, 65535,
+    {"metrics-port", "METRICS_PORT", OPT_PORT_OR_AUTO, FIELD(metrics_port), "9091", 0, 65535,
      "port of /metrics, /healthz and /readyz; 0 turns it off, auto takes a free one"},
+    {"pipeline", "PIPELINE_DEPTH", OPT_INT, FIELD(pipeline_depth), "0", 0, 256,
+     "libpq pipeline mode: up to this many queries in flight per connection; 0 = off"},
     {"pool-acquire-timeout-ms", "POOL_ACQUIRE_TIMEOUT_MS", OPT_INT, FIELD(pool_acquire_timeout_ms),
      "10000", 0, INT_MAX, "longest wait for a database connection (503 after); 0 = forever"},
     {"pool-connect-timeout-ms", "POOL_CONNECT_TIMEOUT_MS", OPT_INT, FIELD(pool_connect_timeout_ms),
@@ -75,6 +79,12 @@ static const struct option_row options[] = {
      "directory served under /static/"},
     {"threads", "THREADS", OPT_INT, FIELD(threads), "1", 1, 64,
      "event loops, one thread each, sharing the port (SO_REUSEPORT) and POOL_MAX"},
+    {"tls-cert", "TLS_CERT", OPT_STRING, FIELD(tls_cert), NULL, 0, 0,
+     "PEM certificate (chain) of the TLS port"},
+    {"tls-key", "TLS_KEY", OPT_STRING, FIELD(tls_key), NULL, 0, 0,
+     "PEM private key of the TLS port"},
+    {"tls-port", "TLS_PORT", OPT_PORT_OR_AUTO, FIELD(tls_port), "0", 0, 65535,
+     "port of the TLS listener (HTTP/2 and HTTP/1.1 by ALPN); 0 = no TLS, auto takes a free one"},
 };
 
 #define NUM_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -96,7 +106,7 @@ static void set_option(const struct option_row *row, const char *value, const ch
     case OPT_STRING:
         *(const char **)field = value;
         break;
-    case OPT_METRICS_PORT:
+    case OPT_PORT_OR_AUTO:
         if (strcmp(value, "auto") == 0) {
             *(int *)field = CONFIG_PORT_AUTO;
             break;

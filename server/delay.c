@@ -5,6 +5,7 @@
  * its mean and median are `ms` and its p99 is ms + 0.98 J; with no jitter,
  * every answer is due exactly `ms` after the handler received the request.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timerfd.h>
@@ -14,7 +15,7 @@
 #include "routes.h"
 #include "validate.h"
 
-/* The request's side lives in its context (request.h, u.delay), which dies
+/* The request's side lives in its context (request.h, r->timer), which dies
  * with the request: a request that goes away first leaves the heap then. */
 typedef struct pending {
     uint64_t due_ns;
@@ -43,7 +44,7 @@ int64_t delay_draw_us(long ms, long jitter_ms, double u)
 static void heap_set(size_t i, pending_t p)
 {
     heap[i] = p;
-    heap[i].r->u.delay.heap_index = i;
+    heap[i].r->timer.heap_index = i;
 }
 
 static void sift_up(size_t i)
@@ -75,12 +76,12 @@ static void sift_down(size_t i)
 
 static void heap_remove(size_t i)
 {
-    heap[i].r->u.delay.heap_index = SIZE_MAX;
+    heap[i].r->timer.on_due = NULL;
     if (--heap_len == i)
         return;
     heap_set(i, heap[heap_len]);
     sift_down(i);
-    sift_up(heap[i].r->u.delay.heap_index);
+    sift_up(heap[i].r->timer.heap_index);
 }
 
 /* Arms the timerfd for the earliest deadline (or disarms it). */
@@ -108,61 +109,73 @@ static void on_timer(h2o_socket_t *sock, const char *err)
     armed_for_ns = 0;
     while (heap_len > 0 && heap[0].due_ns <= now) {
         notesd_req_t *r = heap[0].r;
+        void (*on_due)(notesd_req_t *) = r->timer.on_due;
         heap_remove(0);
-        request_client_gone(r); /* answered all the same: h2o needs the request to end */
-        char *body = h2o_mem_alloc_pool(&r->req->pool, 48);
-        int len = snprintf(body, 48, "{\"delay_ms\":%ld}", r->u.delay.ms);
-        respond(r, 200, CT_JSON, body, (size_t)len);
+        on_due(r); /* may arm a new timer for r (a drip's next chunk) */
     }
     rearm();
 }
 
-static void on_delay_dispose(notesd_req_t *r)
+int delay_timer_arm(notesd_req_t *r, uint64_t due_ns, void (*on_due)(notesd_req_t *r))
 {
-    if (r->u.delay.heap_index != SIZE_MAX) {
-        heap_remove(r->u.delay.heap_index);
+    assert(r->timer.on_due == NULL);
+    if (heap_len == DELAY_MAX_PENDING || timer_sock == NULL)
+        return -1;
+    r->timer.on_due = on_due;
+    heap[heap_len].due_ns = due_ns;
+    heap[heap_len].r = r;
+    heap_len++;
+    sift_up(heap_len - 1);
+    rearm();
+    return 0;
+}
+
+void delay_timer_cancel(notesd_req_t *r)
+{
+    if (r->timer.on_due != NULL) {
+        heap_remove(r->timer.heap_index);
         rearm();
     }
+}
+
+static void on_delay_due(notesd_req_t *r)
+{
+    request_client_gone(r); /* answered all the same: h2o needs the request to end */
+    char *body = h2o_mem_alloc_pool(&r->req->pool, 48);
+    int len = snprintf(body, 48, "{\"delay_ms\":%ld}", r->u.delay.ms);
+    respond(r, 200, CT_JSON, body, (size_t)len);
 }
 
 /* GET /delay/:ms[?jitter=J] */
 int delay_get(notesd_req_t *r)
 {
     h2o_req_t *req = r->req;
-    h2o_iovec_t p = req->path_normalized;
+    h2o_iovec_t p = r->param; /* what follows "/delay/" */
     long ms = 0, jitter = 0;
 
-    if (p.len <= 7 || p.len > 7 + 5) {
+    int digits = p.len > 0 && p.len <= 5;
+    for (size_t i = 0; digits && i < p.len; i++) {
+        digits = p.base[i] >= '0' && p.base[i] <= '9';
+        ms = ms * 10 + (p.base[i] - '0');
+    }
+    if (!digits || ms > DELAY_MAX_MS) {
         respond_error(r, 400, "delay must be a whole number of milliseconds, 0 to 60000");
         return 0;
     }
-    for (size_t i = 7; i < p.len; i++) {
-        if (p.base[i] < '0' || p.base[i] > '9') {
-            respond_error(r, 400, "delay must be a whole number of milliseconds, 0 to 60000");
-            return 0;
-        }
-        ms = ms * 10 + (p.base[i] - '0');
-    }
-    if (ms > DELAY_MAX_MS ||
-        (req->query_at != SIZE_MAX && validate_query_number(req->path.base + req->query_at + 1,
-                                                            req->path.len - req->query_at - 1,
-                                                            "jitter", DELAY_MAX_MS, &jitter) < 0)) {
-        respond_error(r, 400, "delay and jitter must be whole numbers of milliseconds, 0 to 60000");
+    if (req->query_at != SIZE_MAX &&
+        validate_query_number(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1,
+                              "jitter", DELAY_MAX_MS, &jitter) < 0) {
+        respond_error(r, 400, "jitter must be a whole number of milliseconds, 0 to 60000");
         return 0;
     }
-    if (heap_len == DELAY_MAX_PENDING || timer_sock == NULL) {
+    r->u.delay.ms = ms;
+    if (delay_timer_arm(r,
+                        stats_now_ns() + (uint64_t)delay_draw_us(ms, jitter, next_uniform()) * 1000,
+                        on_delay_due) != 0) {
         respond_unavailable(r, "too many pending /delay requests");
         return 0;
     }
-    r->on_dispose = on_delay_dispose;
-    r->u.delay.ms = ms;
-    r->u.delay.heap_index = heap_len;
-    heap[heap_len].due_ns =
-        stats_now_ns() + (uint64_t)delay_draw_us(ms, jitter, next_uniform()) * 1000;
-    heap[heap_len].r = r;
-    heap_len++;
-    sift_up(heap_len - 1);
-    rearm();
+    r->on_dispose = delay_timer_cancel;
     return 0;
 }
 

@@ -1,14 +1,17 @@
 /*
  * http.h - h2o set-up: the two hosts, the route table's registration and
- * dispatch, the listeners, one h2o context per loop.
+ * dispatch, the listeners (API, TLS, metrics), one h2o context per loop.
  *
- * Owns the h2o globalconf (shared and read-only once the loops run) and the
- * dispatcher that turns an h2o request into a routed notesd_req_t. Which path
+ * Owns the h2o globalconf (shared and read-only once the loops run), the TLS
+ * context (loaded once, kept for the process's life), and the dispatcher that
+ * turns an h2o request into a routed notesd_req_t. HTTP/2 (ALPN h2 on the TLS
+ * port, h2c with --h2c) reaches the same dispatcher as HTTP/1.1. Which path
  * goes where is routes.h's table; what a route answers is its handler's.
  */
 #ifndef NOTESD_HTTP_H
 #define NOTESD_HTTP_H
 
+#include "compiler.h"
 #include "loop.h"
 
 /* Registers every row of the route table; call once, before http_open_listeners. */
@@ -18,10 +21,16 @@ void http_configure(void);
  * full API port never locks Prometheus out. */
 #define HTTP_METRICS_MAX_CONNECTIONS 8
 
-/* Opens the listening sockets of every loop (one per loop on the API port,
- * one metrics socket) and shares config.max_connections out among the loops;
- * PORT=0 and METRICS_PORT=auto take free ports, recorded in server.api_port and
- * server.metrics_port. Returns 0, or -1 after logging why. */
+/* With a TLS port: loads TLS_CERT and TLS_KEY and offers h2 and http/1.1 by
+ * ALPN. Returns 0, or -1 with a one-line reason in `err` (a bad setting). */
+NOTESD_MUSTCHECK int http_tls_configure(char *err, size_t len);
+
+/* Opens the listening sockets of every loop (one per loop on the API port and
+ * on the TLS port, one metrics socket) and shares config.max_connections out
+ * among the loops, a loop's API and TLS listeners drawing on one share;
+ * PORT=0, TLS_PORT=auto and METRICS_PORT=auto take free ports, recorded in
+ * server.api_port, server.tls_port and server.metrics_port. Returns 0, or -1
+ * after logging why. */
 int http_open_listeners(void);
 
 /* On the loop's own thread: creates its event loop and context and starts

@@ -27,16 +27,23 @@ enum listener_state {
     LISTENER_CLOSED,    /* shut down, or never opened */
 };
 
-/* One listening socket of a loop and the connections it accepted. New clients
- * that find it FULL or in BACKOFF wait in the kernel's backlog, not in notesd. */
+/* Connections that listeners of one loop may hold open together: a loop's API
+ * and TLS listeners share its share of MAX_CONNECTIONS; the metrics listener
+ * has a small one of its own, so a full API port never locks Prometheus out. */
+typedef struct conn_budget {
+    size_t open; /* accepted on its listeners and not yet closed */
+    size_t max;  /* its listeners stop being read at this many */
+} conn_budget_t;
+
+/* One listening socket of a loop. New clients that find it FULL or in BACKOFF
+ * wait in the kernel's backlog, not in notesd. */
 typedef struct listener {
     int fd;             /* opened by main (http_open_listeners); -1 = none */
     h2o_socket_t *sock; /* wraps fd on the loop; closing it closes fd */
     h2o_accept_ctx_t accept;
     enum listener_state state;
-    size_t connections; /* accepted here and not yet closed */
-    size_t max;         /* the listener stops being read at this many */
-    int starved;        /* accept failed for want of descriptors since the last success */
+    conn_budget_t *budget; /* the connections it may accept, shared with its loop's others */
+    int starved;           /* accept failed for want of descriptors since the last success */
     h2o_timeout_entry_t backoff_entry; /* ends LISTENER_BACKOFF */
 } listener_t;
 
@@ -50,7 +57,9 @@ typedef struct notesd_loop {
     int index;
     pthread_t thread;
     h2o_context_t ctx;
-    listener_t api, metrics;      /* metrics: loop 0 only */
+    listener_t api, tls, metrics; /* tls: with TLS_PORT only; metrics: loop 0 only */
+    conn_budget_t api_budget;     /* this loop's share of MAX_CONNECTIONS, for api and tls */
+    conn_budget_t metrics_budget; /* HTTP_METRICS_MAX_CONNECTIONS, for metrics */
     h2o_timeout_t accept_backoff; /* 100 ms, for listener_t.backoff_entry */
     pool_t pool;                  /* this loop's slice of POOL_MAX */
     stats_loop_t stats;           /* HTTP series, in flight, connections */
@@ -66,9 +75,11 @@ typedef struct notesd_loop {
 typedef struct notesd_server {
     h2o_globalconf_t conf;
     h2o_hostconf_t *api_hosts[2], *metrics_hosts[2]; /* NULL-terminated, for accept */
+    SSL_CTX *ssl_ctx; /* the TLS port's certificate and ALPN; NULL: no TLS port */
     notesd_loop_t *loops;
     int nloops;
-    int api_port, metrics_port; /* as bound: PORT=0 and METRICS_PORT=auto resolved */
+    int api_port, tls_port, metrics_port; /* as bound: PORT=0, TLS_PORT=auto and
+                                             METRICS_PORT=auto resolved; 0: none */
 } notesd_server_t;
 
 extern notesd_server_t server;

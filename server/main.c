@@ -32,6 +32,7 @@
 #include "lag.h"
 #include "log.h"
 #include "loop.h"
+#include "routes_fixture.h"
 #include "statements.h"
 
 static h2o_socket_t *signals; /* loop 0 only */
@@ -70,11 +71,12 @@ static void describe_db(char *out, size_t len)
 
 /* ---- descriptors ------------------------------------------------------------------------- */
 
-/* Descriptors kept back from MAX_CONNECTIONS's default: per loop its listener,
- * epoll, wake-up eventfd, two timerfds and h2o's queue pipe (8 leaves room), and
+/* Descriptors kept back from MAX_CONNECTIONS's default: per loop its API and TLS
+ * listeners, epoll, wake-up eventfd, three timerfds (lag, delay, /stall) and
+ * h2o's queue pipe (10 leaves room), and
  * for the process stdio, the signalfd, /proc and static files being sent (16)
  * and the metrics port's connections. The pool's POOL_MAX comes on top. */
-#define FDS_PER_LOOP 8
+#define FDS_PER_LOOP 10
 #define FDS_PROCESS (16 + HTTP_METRICS_MAX_CONNECTIONS)
 
 /* Raises the soft RLIMIT_NOFILE to the hard one (as a server should: the soft
@@ -196,6 +198,7 @@ static void start_loop(notesd_loop_t *loop)
     pool_start(&loop->pool, evloop);
     lag_start(&loop->lag, evloop);
     delay_start(evloop);
+    fixture_start(evloop);
     h2o_timeout_init(evloop, &loop->drain_timeout, 20);
     loop->drain_entry.cb = on_drain_check;
     loop->wakeup = h2o_evloop_socket_create(evloop, loop->wakeup_fd, H2O_SOCKET_FLAG_DONT_READ);
@@ -219,6 +222,7 @@ static void finish_loop(notesd_loop_t *loop)
     h2o_socket_close(loop->wakeup);
     lag_stop(&loop->lag);
     delay_stop();
+    fixture_stop();
     h2o_timeout_dispose(loop->ctx.loop, &loop->drain_timeout);
     http_dispose_loop(loop);
     pool_dispose(&loop->pool);
@@ -268,6 +272,10 @@ int main(int argc, char **argv)
     if (admit_by_fd_limit() != 0)
         return 2;
     http_configure();
+    if (http_tls_configure(err, sizeof(err)) != 0) {
+        fprintf(stderr, "notesd: %s\n", err);
+        return 2;
+    }
     if (http_open_listeners() != 0)
         return 1;
 
@@ -295,14 +303,20 @@ int main(int argc, char **argv)
     signals = watch_signals(main_loop->ctx.loop);
 
     describe_db(db, sizeof(db));
+    char tls[96] = "";
+    if (server.ssl_ctx != NULL)
+        snprintf(tls, sizeof(tls), ", https://%s:%d (h2, http/1.1)", config.host, server.tls_port);
+    char pipeline[32] = "";
+    if (config.pipeline_depth > 0)
+        snprintf(pipeline, sizeof(pipeline), ", pipeline %d", config.pipeline_depth);
     /* Printed whatever LOG_LEVEL says: it is where notesd listens, the only
-     * way to learn a port the kernel chose (PORT=0, METRICS_PORT=auto). */
+     * way to learn a port the kernel chose (PORT=0, TLS_PORT=auto, METRICS_PORT=auto). */
     log_write(LOG_INFO,
-              "listening on http://%s:%d, metrics on http://%s:%d/metrics; %d loop(s), pool max "
-              "%d (%s statements), max connections %d, database %s",
-              config.host, server.api_port, config.metrics_host, server.metrics_port, server.nloops,
-              config.pool_max, config.prepared ? "prepared" : "unnamed", config.max_connections,
-              db);
+              "listening on http://%s:%d%s%s, metrics on http://%s:%d/metrics; %d loop(s), pool "
+              "max %d (%s statements%s), max connections %d, database %s",
+              config.host, server.api_port, config.h2c ? " (h2c too)" : "", tls,
+              config.metrics_host, server.metrics_port, server.nloops, config.pool_max,
+              config.prepared ? "prepared" : "unnamed", pipeline, config.max_connections, db);
 
     run_loop(main_loop);
     for (int i = 1; i < server.nloops; i++)

@@ -11,6 +11,10 @@
  * a debug line, and keeps the primary text of a FATAL one, because a server
  * that ends an idle session sends its reason as a notice just before closing.
  * Every failure is reported as one line (libpq's messages span several).
+ *
+ * In pipeline mode a command's results end with its PGRES_PIPELINE_SYNC
+ * (one sync per command: see pgconn.h), so results are matched to commands by
+ * counting syncs; without it, by the NULL that ends each command.
  */
 #include <assert.h>
 #include <ctype.h>
@@ -25,9 +29,7 @@
 
 enum pgconn_state {
     PGCONN_CONNECTING, /* PQconnectPoll until CONNECTION_OK */
-    PGCONN_SETUP,      /* the set-up SQL is running */
-    PGCONN_READY,      /* nothing in flight */
-    PGCONN_QUERY,      /* one command in flight */
+    PGCONN_OPEN,       /* commands may be sent; `pending` of them are in flight */
     PGCONN_FAILED,     /* on_failed was called; waiting for pgconn_close */
 };
 
@@ -39,8 +41,12 @@ struct pgconn {
     h2o_socket_t *sock; /* watches a dup of libpq's socket */
     int pg_fd;          /* libpq's descriptor that `sock` mirrors */
     ino_t pg_ino;       /* ...and its inode, since the number alone can repeat */
-    PGresult *first;    /* first result of the command in flight */
-    const char *setup_sql;
+    PGresult *first;    /* first result (or first error) of the oldest command in flight */
+    unsigned pending;   /* commands sent and not yet answered */
+    int setup_pending;  /* the oldest command in flight is the set-up prepares */
+    int dispatching;    /* inside read_results' loop: pgconn_close must wait */
+    int closing;        /* pgconn_close was called while dispatching */
+    const pgconn_params_t *params;
     const pgconn_callbacks_t *cb;
     void *data;
     h2o_timeout_entry_t defer; /* reports a failure found while starting */
@@ -165,6 +171,31 @@ static int flush(pgconn_t *conn)
     return -1;
 }
 
+/* Sends the statements to prepare, with one sync: one command in flight, whose
+ * answer read_results checks before any query's. Nothing waits for it: queries
+ * sent next travel behind it in the same pipeline. Returns 0, or -1 after
+ * on_failed. */
+static int send_prepares(pgconn_t *conn)
+{
+    const pgconn_params_t *p = conn->params;
+    if (p->nprepare == 0)
+        return 0;
+    assert(p->pipeline);
+    for (size_t i = 0; i < p->nprepare; i++)
+        if (!PQsendPrepare(conn->pg, p->prepare[i].name, p->prepare[i].sql, p->prepare[i].nparams,
+                           NULL)) {
+            fail_with_libpq_error(conn);
+            return -1;
+        }
+    if (PQpipelineSync(conn->pg) != 1) {
+        fail_with_libpq_error(conn);
+        return -1;
+    }
+    conn->pending = 1;
+    conn->setup_pending = 1;
+    return flush(conn);
+}
+
 static void poll_connect(pgconn_t *conn)
 {
     PostgresPollingStatusType status = PQconnectPoll(conn->pg);
@@ -186,21 +217,15 @@ static void poll_connect(pgconn_t *conn)
             h2o_socket_notify_write(conn->sock, on_writable);
         break;
     case PGRES_POLLING_OK:
-        if (PQsetnonblocking(conn->pg, 1) != 0) {
+        if (PQsetnonblocking(conn->pg, 1) != 0 ||
+            (conn->params->pipeline && PQenterPipelineMode(conn->pg) != 1)) {
             fail_with_libpq_error(conn);
             return;
         }
         h2o_socket_read_start(conn->sock, on_readable);
-        if (conn->setup_sql != NULL) {
-            conn->state = PGCONN_SETUP;
-            if (!PQsendQuery(conn->pg, conn->setup_sql)) {
-                fail_with_libpq_error(conn);
-                return;
-            }
-            flush(conn);
+        conn->state = PGCONN_OPEN;
+        if (send_prepares(conn) != 0)
             return;
-        }
-        conn->state = PGCONN_READY;
         conn->cb->on_ready(conn, conn->data);
         return;
     default:
@@ -216,8 +241,75 @@ static int is_fatal(const PGresult *res)
            (strcmp(severity, "FATAL") == 0 || strcmp(severity, "PANIC") == 0);
 }
 
-/* Reads what the server sent and finishes the command in flight if its last
- * result has arrived. */
+/* Keeps the first result of a command, or its first error when an earlier
+ * result was fine (a failed prepare among several, say); frees the rest. */
+static void keep_result(pgconn_t *conn, PGresult *res)
+{
+    ExecStatusType st = PQresultStatus(res);
+    if (conn->first == NULL) {
+        conn->first = res;
+    } else if ((PQresultStatus(conn->first) == PGRES_COMMAND_OK ||
+                PQresultStatus(conn->first) == PGRES_TUPLES_OK) &&
+               st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        PQclear(conn->first);
+        conn->first = res;
+    } else {
+        PQclear(res);
+    }
+}
+
+/* The oldest command in flight is answered: hands its first result to the
+ * owner, or fails the connection (a failed set-up, or the server ending the
+ * session). */
+static void finish_command(pgconn_t *conn)
+{
+    PGresult *first = conn->first;
+    int was_setup = conn->setup_pending;
+
+    assert(conn->pending > 0);
+    conn->first = NULL;
+    conn->pending--;
+    conn->setup_pending = 0;
+    if (was_setup) {
+        ExecStatusType st = first != NULL ? PQresultStatus(first) : PGRES_COMMAND_OK;
+        if (st != PGRES_COMMAND_OK) {
+            char why[256];
+            snprintf(why, sizeof(why), "preparing statements failed: %s",
+                     first != NULL ? PQresultErrorMessage(first) : "?");
+            PQclear(first);
+            fail(conn, why);
+            return;
+        }
+        PQclear(first);
+        return;
+    }
+    if (first == NULL) {
+        /* A command always yields a result before its end; a server breaking
+         * the protocol is a broken connection. */
+        fail(conn, "a command ended without a result");
+        return;
+    }
+    if (is_fatal(first)) {
+        /* The server ends the session (an administrator's terminate, a
+         * shutdown): the command did not run, and the connection is gone. */
+        one_line(conn->fatal, sizeof(conn->fatal),
+                 PQresultErrorField(first, PG_DIAG_MESSAGE_PRIMARY) != NULL
+                     ? PQresultErrorField(first, PG_DIAG_MESSAGE_PRIMARY)
+                     : PQresultErrorMessage(first));
+        snprintf(conn->why, sizeof(conn->why), "FATAL: %s", conn->fatal);
+        PQclear(first);
+        fail(conn, conn->why);
+        return;
+    }
+    conn->cb->on_result(conn, first, conn->data);
+    PQclear(first);
+}
+
+static void free_conn(pgconn_t *conn);
+
+/* Reads what the server sent and finishes every command whose last result has
+ * arrived, oldest first. The owner may send or close from on_result; a close
+ * is carried out here once the loop has stopped touching the connection. */
 static void read_results(pgconn_t *conn)
 {
     if (!PQconsumeInput(conn->pg)) {
@@ -228,7 +320,7 @@ static void read_results(pgconn_t *conn)
         fail_with_libpq_error(conn);
         return;
     }
-    if (conn->state == PGCONN_READY) {
+    if (conn->pending == 0) {
         /* Nothing in flight: a notice (parsed now, by PQisBusy), or the
          * server going away. */
         PQisBusy(conn->pg);
@@ -238,55 +330,33 @@ static void read_results(pgconn_t *conn)
     }
     if (flush(conn) != 0)
         return;
-    while (!PQisBusy(conn->pg)) {
+    conn->dispatching = 1;
+    int nulls = 0; /* in a row: two mean libpq has nothing more for now */
+    while (conn->pending > 0 && !conn->closing && conn->state == PGCONN_OPEN &&
+           !PQisBusy(conn->pg)) {
         PGresult *res = PQgetResult(conn->pg);
-        if (res != NULL) {
-            /* Keep the first result (for SETUP: the first error, if any). */
-            if (conn->first == NULL) {
-                conn->first = res;
-            } else if (conn->state == PGCONN_SETUP &&
-                       PQresultStatus(conn->first) == PGRES_COMMAND_OK &&
-                       PQresultStatus(res) != PGRES_COMMAND_OK) {
-                PQclear(conn->first);
-                conn->first = res;
-            } else {
-                PQclear(res);
+        if (res == NULL) {
+            if (!conn->params->pipeline) {
+                finish_command(conn); /* NULL ends the command */
+                continue;
             }
+            if (++nulls > 1)
+                break;
+            continue; /* the end of one command's results; its sync comes next */
+        }
+        nulls = 0;
+        if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
+            PQclear(res);
+            finish_command(conn);
             continue;
         }
-        /* NULL: the command is complete and the connection is ready again. */
-        PGresult *first = conn->first;
-        enum pgconn_state was = conn->state;
-        conn->first = NULL;
-        conn->state = PGCONN_READY;
-        if (was == PGCONN_SETUP) {
-            ExecStatusType st = first != NULL ? PQresultStatus(first) : PGRES_COMMAND_OK;
-            if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-                char why[256];
-                snprintf(why, sizeof(why), "set-up SQL failed: %s",
-                         first != NULL ? PQresultErrorMessage(first) : "?");
-                PQclear(first);
-                fail(conn, why);
-                return;
-            }
-            PQclear(first);
-            conn->cb->on_ready(conn, conn->data);
-        } else if (first != NULL && is_fatal(first)) {
-            /* The server ends the session (an administrator's terminate, a
-             * shutdown): the command did not run, and the connection is gone. */
-            one_line(conn->fatal, sizeof(conn->fatal),
-                     PQresultErrorField(first, PG_DIAG_MESSAGE_PRIMARY) != NULL
-                         ? PQresultErrorField(first, PG_DIAG_MESSAGE_PRIMARY)
-                         : PQresultErrorMessage(first));
-            snprintf(conn->why, sizeof(conn->why), "FATAL: %s", conn->fatal);
-            PQclear(first);
-            fail(conn, conn->why);
-        } else {
-            conn->cb->on_result(conn, first, conn->data);
-            PQclear(first);
-        }
-        return;
+        /* PGRES_PIPELINE_ABORTED cannot follow an error of another command
+         * (each has its own sync); kept like any error if it comes. */
+        keep_result(conn, res);
     }
+    conn->dispatching = 0;
+    if (conn->closing)
+        free_conn(conn);
 }
 
 static void on_readable(h2o_socket_t *sock, const char *err)
@@ -307,8 +377,7 @@ static void on_writable(h2o_socket_t *sock, const char *err)
     case PGCONN_CONNECTING:
         poll_connect(conn);
         break;
-    case PGCONN_SETUP:
-    case PGCONN_QUERY:
+    case PGCONN_OPEN:
         flush(conn);
         break;
     default:
@@ -323,8 +392,7 @@ static void on_deferred_failure(h2o_timeout_entry_t *entry)
 }
 
 pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
-                       const char *const *keywords, const char *const *values,
-                       const char *setup_sql, const pgconn_callbacks_t *cb, void *data)
+                       const pgconn_params_t *params, const pgconn_callbacks_t *cb, void *data)
 {
     pgconn_t *conn = calloc(1, sizeof(*conn));
     if (conn == NULL)
@@ -333,12 +401,12 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
     conn->state = PGCONN_CONNECTING;
     conn->loop = loop;
     conn->pg_fd = -1;
-    conn->setup_sql = setup_sql;
+    conn->params = params;
     conn->cb = cb;
     conn->data = data;
     conn->defer.cb = on_deferred_failure;
 
-    conn->pg = PQconnectStartParams(keywords, values, 1);
+    conn->pg = PQconnectStartParams(params->keywords, params->values, 1);
     if (conn->pg == NULL)
         abort(); /* out of memory: see the policy in main.c */
     /* Before anything can arrive: the default receiver prints to stderr. */
@@ -356,18 +424,27 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
 int pgconn_send(pgconn_t *conn, const char *sql_or_name, int prepared, int nparams,
                 const char *const *values)
 {
-    assert(conn->state == PGCONN_READY);
+    assert(conn->state == PGCONN_OPEN && !conn->closing);
+    assert(conn->params->pipeline || conn->pending == 0);
     int ok = prepared
                  ? PQsendQueryPrepared(conn->pg, sql_or_name, nparams, values, NULL, NULL, 0)
                  : PQsendQueryParams(conn->pg, sql_or_name, nparams, NULL, values, NULL, NULL, 0);
-    if (!ok)
+    /* libpq 15's PQpipelineSync also flushes (libpq 17 added a sync that does not). */
+    if (!ok || (conn->params->pipeline && PQpipelineSync(conn->pg) != 1)) {
+        conn->state = PGCONN_FAILED;
         return -1;
-    conn->state = PGCONN_QUERY;
+    }
+    conn->pending++;
     if (try_flush(conn) != 0) {
         conn->state = PGCONN_FAILED;
         return -1;
     }
     return 0;
+}
+
+unsigned pgconn_in_flight(const pgconn_t *conn)
+{
+    return conn->pending;
 }
 
 const char *pgconn_error(pgconn_t *conn)
@@ -376,9 +453,8 @@ const char *pgconn_error(pgconn_t *conn)
     return conn->why;
 }
 
-void pgconn_close(pgconn_t *conn)
+static void free_conn(pgconn_t *conn)
 {
-    h2o_timeout_unlink(&conn->defer);
     /* Order matters: stop watching our dup before libpq closes the original. */
     if (conn->sock != NULL) {
         h2o_socket_read_stop(conn->sock);
@@ -388,4 +464,18 @@ void pgconn_close(pgconn_t *conn)
         PQclear(conn->first);
     PQfinish(conn->pg);
     free(conn);
+}
+
+void pgconn_close(pgconn_t *conn)
+{
+    h2o_timeout_unlink(&conn->defer);
+    if (conn->dispatching) {
+        /* read_results is still walking this connection: it frees it. */
+        conn->closing = 1;
+        conn->state = PGCONN_FAILED;
+        if (conn->sock != NULL)
+            h2o_socket_read_stop(conn->sock);
+        return;
+    }
+    free_conn(conn);
 }

@@ -6,9 +6,16 @@
  * knows nothing of pools, requests or HTTP; the pool (pool.c) decides what to
  * run and what a failure means.
  *
- * Callback contract: each callback is the last thing pgconn does before
- * returning to the loop, so the owner may call pgconn_send or pgconn_close
- * from inside any of them.
+ * Two ways to talk: one command at a time (libpq's default), or pipeline
+ * mode, where several commands are in flight and their results come back in
+ * the order they were sent. In pipeline mode every command is followed by its
+ * own sync point (PQpipelineSync), so an error ends only the command it
+ * belongs to: the server skips to the next sync after an error, and with a
+ * sync per command there is nothing else to skip.
+ *
+ * Callback contract: the owner may call pgconn_send or pgconn_close from
+ * inside any callback. A close requested while results are being handed out
+ * takes effect when the callback returns; no callback follows it.
  */
 #ifndef NOTESD_PGCONN_H
 #define NOTESD_PGCONN_H
@@ -18,12 +25,33 @@
 
 typedef struct pgconn pgconn_t;
 
+/* A statement to prepare on every new connection. */
+typedef struct pgconn_statement {
+    const char *name;
+    const char *sql;
+    int nparams;
+} pgconn_statement_t;
+
+/* How to open a connection. Ownership: the caller's; it must outlive every
+ * connection started with it. */
+typedef struct pgconn_params {
+    const char *const *keywords; /* for PQconnectStartParams, with expand_dbname */
+    const char *const *values;
+    int pipeline;                      /* enter pipeline mode after connecting */
+    const pgconn_statement_t *prepare; /* prepared on connecting (pipeline mode only), or NULL */
+    size_t nprepare;
+} pgconn_params_t;
+
 typedef struct pgconn_callbacks {
-    /* The connection is open and its set-up SQL has run; it is ready for pgconn_send. */
+    /* The connection is open and ready for pgconn_send. Without pipeline mode
+     * nothing is in flight; in pipeline mode the statements to prepare may
+     * still be: commands sent now follow them in the same pipeline, which
+     * saves the round trip (a failed prepare then fails the connection). */
     void (*on_ready)(pgconn_t *conn, void *data);
-    /* The command sent by pgconn_send finished. `res` is its first result
-     * (PGRES_TUPLES_OK, PGRES_COMMAND_OK or an error). Ownership: pgconn
-     * PQclears it after the callback returns. The connection is ready again. */
+    /* The oldest command in flight finished. `res` is its first result
+     * (PGRES_TUPLES_OK, PGRES_COMMAND_OK or an error; never NULL). Ownership:
+     * pgconn PQclears it after the callback returns. Without pipeline mode the
+     * connection is ready again. */
     void (*on_result)(pgconn_t *conn, PGresult *res, void *data);
     /* The connection is broken or could not be opened; `why` is one line: libpq's
      * message, led by the server's FATAL reason when it sent one (valid during
@@ -33,28 +61,34 @@ typedef struct pgconn_callbacks {
 } pgconn_callbacks_t;
 
 /* Starts connecting. `id` names the connection in log lines ("pg#3"), among
- * them the debug line logged for each notice the server sends.
- * `keywords`/`values` go to PQconnectStartParams (with expand_dbname). `setup_sql`, when not NULL,
- * runs once after connecting and before on_ready (SET and PREPARE statements). `defer` is a 0 ms
- * timeout used to report a failure that happens at once; it must outlive the connection. Always
+ * them the debug line logged for each notice the server sends. With
+ * params->pipeline the connection enters pipeline mode once open and sends
+ * PQsendPrepare for each of params->prepare with one sync, then calls on_ready
+ * without waiting for the answer. `defer` is a 0 ms timeout used to report a
+ * failure that happens at once; it must outlive the connection. Always
  * returns a connection: failures arrive through on_failed. */
 pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
-                       const char *const *keywords, const char *const *values,
-                       const char *setup_sql, const pgconn_callbacks_t *cb, void *data);
+                       const pgconn_params_t *params, const pgconn_callbacks_t *cb, void *data);
 
 /* Sends one command: with `prepared`, `sql_or_name` names a prepared statement;
  * otherwise it is SQL sent as an unnamed statement with text parameters,
- * exactly as node-postgres sends a parameterised query. Returns 0, or -1 with
- * the connection broken (on_failed is not called; the caller handles it). */
+ * exactly as node-postgres sends a parameterised query. In pipeline mode a
+ * sync follows it, and it may be sent while others are in flight; otherwise
+ * nothing may be in flight. Returns 0, or -1 with the connection broken
+ * (on_failed is not called; the caller handles it). */
 int pgconn_send(pgconn_t *conn, const char *sql_or_name, int prepared, int nparams,
                 const char *const *values);
+
+/* Commands sent and not yet answered (the set-up prepares count as one). */
+unsigned pgconn_in_flight(const pgconn_t *conn);
 
 /* libpq's last error message for this connection, on one line (for logging;
  * valid until the next call on this connection). */
 const char *pgconn_error(pgconn_t *conn);
 
 /* Closes the h2o socket (a dup of libpq's) and then the PGconn, and frees the
- * connection. Safe inside a pgconn callback; no callback follows. */
+ * connection. Safe inside a pgconn callback (the memory is freed when the
+ * callback returns); no callback follows. */
 void pgconn_close(pgconn_t *conn);
 
 #endif

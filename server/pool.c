@@ -7,6 +7,14 @@
  * queries are FIFO, so nobody starves; idle connections are reused LIFO, which
  * leaves surplus connections at the cold end where the idle timeout finds them.
  *
+ * Queries in flight: each connection keeps a FIFO of the queries it sent
+ * (one slot, or pool->depth in pipeline mode), and a result belongs to the
+ * oldest. The loop's backstop deadline watches the oldest; when it passes,
+ * the connection is discarded, and every query still in it is answered once:
+ * the oldest with POOL_ERR_QUERY_TIMEOUT, the others with
+ * POOL_ERR_UNAVAILABLE. The deadline starts again for each new oldest, since
+ * the server runs a connection's statements one after the other.
+ *
  * Back-off: connections that fail together (started before the back-off that
  * their failure would start) are one round and double it once, so POOL_MAX
  * connections refused at the same moment wait 100 ms, not a second.
@@ -31,11 +39,18 @@ enum pool_conn_state {
     POOL_CONN_NEW,        /* on no list yet */
     POOL_CONN_CONNECTING, /* pool->connecting: opening, or running its set-up SQL */
     POOL_CONN_IDLE,       /* pool->idle: ready, idle timeout armed */
-    POOL_CONN_BUSY,       /* pool->busy: one query in flight, query deadline armed */
+    POOL_CONN_BUSY,       /* pool->busy: 1..per_conn queries in flight, query deadline armed */
     POOL_CONN_GONE,       /* on no list; being freed */
 };
 
 static const char *state_names[] = {"new", "connecting", "idle", "busy", "gone"};
+
+/* A query sent on a connection and not yet answered. */
+typedef struct pool_inflight {
+    pool_query_t *query; /* NULL if its requester went away: the result is dropped */
+    int statement;       /* for metrics */
+    uint64_t sent_ns;
+} pool_inflight_t;
 
 typedef struct pool_conn {
     pool_t *pool;
@@ -43,11 +58,11 @@ typedef struct pool_conn {
     enum pool_conn_state state;
     h2o_linklist_t link; /* in the list of its state */
     pgconn_t *pg;
-    pool_query_t *query;    /* while busy; NULL if its requester went away */
-    int statement;          /* of the query in flight, for metrics */
-    uint64_t sent_ns;       /* when the query in flight was sent */
     unsigned backoff_round; /* pool->backoff_round when it started connecting */
+    int delivering;         /* inside a query's callback: take no new query now (see pool_query) */
     h2o_timeout_entry_t idle_entry, query_entry;
+    unsigned head, count;    /* the FIFO of queries in flight: slots[head], then onwards */
+    pool_inflight_t slots[]; /* pool->per_conn of them */
 } pool_conn_t;
 
 #define conn_log(level, conn, fmt, ...)                                                            \
@@ -180,41 +195,53 @@ static void fail_all_waiting(pool_t *pool, enum pool_error err)
 
 static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *reason);
 
-/* Sends q on conn, which must be ready. */
-static void conn_run(pool_conn_t *conn, pool_query_t *q)
+/* Sends q on conn, which must have room. Returns 0, or -1 when the connection
+ * broke and was discarded (q got its callback). */
+static int conn_send(pool_conn_t *conn, pool_query_t *q)
 {
     pool_t *pool = conn->pool;
     const pool_statement_t *st = &pool->statements[q->statement];
     uint64_t now = stats_now_ns();
 
+    assert(conn->count < pool->per_conn);
     histogram_observe(&pool->stats.acquire, (now - q->enqueued_ns) / 1e9);
     pool_conn_set_state(conn, POOL_CONN_BUSY);
-    conn->query = q;
-    conn->statement = q->statement;
-    conn->sent_ns = now;
+    pool_inflight_t *slot = &conn->slots[(conn->head + conn->count) % pool->per_conn];
+    slot->query = q;
+    slot->statement = q->statement;
+    slot->sent_ns = now;
+    conn->count++;
+    STAT_ADD(pool->in_flight, 1);
     q->state = POOL_QUERY_RUNNING;
     q->conn = conn;
     if (pgconn_send(conn->pg, pool->prepared ? st->name : st->sql, pool->prepared, st->nparams,
                     q->params) != 0) {
         STAT_ADD(pool->stats.connection_errors, 1);
         conn_discard(conn, POOL_ERR_UNAVAILABLE, pgconn_error(conn->pg));
-        return;
+        return -1;
     }
-    if (pool->has_query_timeout)
+    if (conn->count == 1 && pool->has_query_timeout)
         h2o_timeout_link(pool->loop, &pool->query_timeout, &conn->query_entry);
+    return 0;
 }
 
-/* A connection became ready: give it the oldest waiting query, or let it idle. */
-static void conn_next(pool_conn_t *conn)
+/* A connection is ready or has room again: it takes waiting queries, oldest
+ * first, as many as fit (one without pipeline mode); with nothing in flight
+ * and nothing waiting it goes idle, or closes while draining. */
+static void conn_fill(pool_conn_t *conn)
 {
-    pool_query_t *q = pop_waiting(conn->pool);
-    if (q != NULL) {
-        conn_run(conn, q);
-    } else if (conn->pool->shutting_down) {
+    pool_t *pool = conn->pool;
+    pool_query_t *q;
+
+    while (conn->count < pool->per_conn && (q = pop_waiting(pool)) != NULL)
+        if (conn_send(conn, q) != 0)
+            return;
+    if (conn->count > 0)
+        return;
+    if (pool->shutting_down)
         conn_discard(conn, POOL_ERR_SHUTDOWN, "shutting down");
-    } else {
+    else
         pool_conn_set_state(conn, POOL_CONN_IDLE);
-    }
 }
 
 static void on_idle_timeout(h2o_timeout_entry_t *entry);
@@ -222,7 +249,7 @@ static void on_query_timeout(h2o_timeout_entry_t *entry);
 
 static void start_connection(pool_t *pool)
 {
-    pool_conn_t *conn = calloc(1, sizeof(*conn));
+    pool_conn_t *conn = calloc(1, sizeof(*conn) + pool->per_conn * sizeof(conn->slots[0]));
     if (conn == NULL)
         abort();
     conn->pool = pool;
@@ -234,8 +261,8 @@ static void start_connection(pool_t *pool)
     conn_log(debug, conn, "%s", "connecting");
     /* pgconn_start never calls back before returning. */
     conn->backoff_round = pool->backoff_round;
-    conn->pg = pgconn_start(pool->loop, &pool->defer_timeout, conn->id, pool->keywords,
-                            pool->values, pool->setup_sql, &pg_callbacks, conn);
+    conn->pg = pgconn_start(pool->loop, &pool->defer_timeout, conn->id, &pool->pgparams,
+                            &pg_callbacks, conn);
 }
 
 /* Opens connections while queries wait and the limit allows (one per waiter).
@@ -244,7 +271,8 @@ static void grow(pool_t *pool)
 {
     if (pool->shutting_down)
         return; /* a drain opens no connection */
-    while (pool->connecting.len < pool->waiting.len && total(pool) < (size_t)pool->max) {
+    while (pool->connecting.len * pool->per_conn < pool->waiting.len &&
+           total(pool) < (size_t)pool->max) {
         if (stats_now_ns() < pool->down_until_ns) {
             if (!h2o_timeout_is_linked(&pool->retry_entry))
                 h2o_timeout_link(pool->loop, &pool->retry_timeout, &pool->retry_entry);
@@ -254,25 +282,35 @@ static void grow(pool_t *pool)
     }
 }
 
-/* The one way out for a connection: log why, fail its query, free it. */
+/* The one way out for a connection: log why, fail the queries in flight on it
+ * (the oldest with `err`, any others with POOL_ERR_UNAVAILABLE: they did not
+ * time out, the connection went), free it. */
 static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *reason)
 {
     pool_t *pool = conn->pool;
-    pool_query_t *q = conn->query;
     enum pool_conn_state was = conn->state;
     unsigned round = conn->backoff_round;
+    pool_query_t *queries[POOL_DEPTH_MAX];
+    unsigned n = 0;
 
     if (err == POOL_ERR_SHUTDOWN || reason == NULL)
         conn_log(debug, conn, "closed: %s", reason != NULL ? reason : "idle timeout");
+    else if (conn->count > 1)
+        conn_log(warn, conn, "discarded with %u queries in flight: %s", conn->count, reason);
     else
         conn_log(warn, conn, "discarded: %s", reason);
-    conn->query = NULL;
+    for (unsigned i = 0; i < conn->count; i++)
+        queries[n++] = conn->slots[(conn->head + i) % pool->per_conn].query;
+    STAT_SUB(pool->in_flight, conn->count);
     pool_conn_set_state(conn, POOL_CONN_GONE);
     pgconn_close(conn->pg);
     free(conn);
 
-    if (q != NULL)
-        finish_query(q, NULL, err);
+    /* Every query is answered once, and the pool no longer refers to any of
+     * them before the first callback runs. */
+    for (unsigned i = 0; i < n; i++)
+        if (queries[i] != NULL)
+            finish_query(queries[i], NULL, i == 0 ? err : POOL_ERR_UNAVAILABLE);
     if (was == POOL_CONN_CONNECTING && err == POOL_ERR_UNAVAILABLE) {
         /* The database cannot be reached: back off, and when no connection is
          * left, fail the waiters now rather than let them hang (fast-fail).
@@ -300,14 +338,15 @@ static void on_pg_ready(pgconn_t *pg, void *data)
     conn->pool->backoff_ms = 50;
     conn->pool->down_until_ns = 0;
     conn_log(debug, conn, "%s", "connected");
-    conn_next(conn);
+    conn_fill(conn);
 }
 
 /* Tells statement_timeout from a cancel request (both are SQLSTATE 57014) by
  * the server's primary message; when the messages are translated
  * (lc_messages), by the time taken: statement_timeout never fires before
  * QUERY_TIMEOUT_MS has passed since the statement started, and we measured
- * from before it was sent. */
+ * from before it was sent. (In pipeline mode a query's time also holds its wait
+ * behind the queries before it, so there a slow cancel may pass for a timeout.) */
 static int is_statement_timeout(pool_t *pool, const PGresult *res, uint64_t took_ns)
 {
     const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
@@ -323,12 +362,18 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
 {
     pool_conn_t *conn = data;
     pool_t *pool = conn->pool;
-    pool_query_t *q = conn->query;
+    pool_inflight_t done = conn->slots[conn->head];
 
-    uint64_t took = stats_now_ns() - conn->sent_ns;
+    assert(conn->count > 0);
+    conn->head = (conn->head + 1) % pool->per_conn;
+    conn->count--;
+    STAT_SUB(pool->in_flight, 1);
+    pool_query_t *q = done.query;
+    uint64_t took = stats_now_ns() - done.sent_ns;
     h2o_timeout_unlink(&conn->query_entry);
-    histogram_observe(&pool->stats.query[conn->statement], (double)took / 1e9);
-    conn->query = NULL;
+    if (conn->count > 0 && pool->has_query_timeout)
+        h2o_timeout_link(pool->loop, &pool->query_timeout, &conn->query_entry);
+    histogram_observe(&pool->stats.query[done.statement], (double)took / 1e9);
     enum pool_error err = POOL_OK;
     if (PQresultStatus(res) == PGRES_FATAL_ERROR) {
         const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
@@ -346,10 +391,13 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
     }
     if (q != NULL) {
         q->duration_ns = took;
+        conn->delivering = 1;
         finish_query(q, err == POOL_OK ? res : NULL, err);
+        conn->delivering = 0;
     }
-    /* The callback may not free the connection; it is still busy and ours. */
-    conn_next(conn);
+    /* Nothing in the callback could free the connection: it was busy, and
+     * `delivering` kept new queries off it. */
+    conn_fill(conn);
 }
 
 static void on_pg_failed(pgconn_t *pg, const char *why, void *data)
@@ -524,6 +572,9 @@ int pool_configure(pool_t *pool, const char *db_url, const pool_statement_t *sta
     pool->max = config.pool_max;
     pool->queue_max = config.pool_queue_max;
     pool->prepared = config.prepared;
+    pool->depth = config.pipeline_depth;
+    pool->per_conn = pool->depth > 0 ? (unsigned)pool->depth : 1;
+    assert(pool->depth <= POOL_DEPTH_MAX);
     pool->backoff_ms = 50;
     assert(nstatements <= sizeof(pool->stats.query) / sizeof(pool->stats.query[0]));
 
@@ -554,17 +605,16 @@ int pool_configure(pool_t *pool, const char *db_url, const pool_statement_t *sta
         pool->keywords[n] = "hostaddr", pool->values[n++] = pool->hostaddr;
     pool->keywords[n] = NULL, pool->values[n] = NULL;
 
-    /* Set-up SQL, one round trip per new connection, only for --prepared. */
+    /* Pipeline mode for --pipeline, and for --prepared too: the statements are
+     * prepared in the same pipeline as the first query, which saves a new
+     * connection the round trip of a separate PREPARE (the queries' messages
+     * on the wire are the same in both modes). */
+    pool->pgparams.keywords = pool->keywords;
+    pool->pgparams.values = pool->values;
+    pool->pgparams.pipeline = pool->depth > 0 || pool->prepared;
     if (pool->prepared) {
-        size_t cap = 1;
-        for (size_t i = 0; i < nstatements; i++)
-            cap += strlen(statements[i].sql) + strlen(statements[i].name) + 32;
-        pool->setup_sql = calloc(1, cap);
-        if (pool->setup_sql == NULL)
-            abort();
-        for (size_t i = 0; i < nstatements; i++)
-            snprintf(pool->setup_sql + strlen(pool->setup_sql), cap - strlen(pool->setup_sql),
-                     "prepare %s as %s;", statements[i].name, statements[i].sql);
+        pool->pgparams.prepare = statements;
+        pool->pgparams.nprepare = nstatements;
     }
 
     list_init(&pool->connecting);
@@ -593,6 +643,30 @@ void pool_start(pool_t *pool, h2o_loop_t *loop)
     pool->retry_entry.cb = on_retry;
 }
 
+/* A connection that can take a query now, without overtaking a waiter: the
+ * idle one used last (LIFO); or else, in pipeline mode and once the pool has
+ * opened all the connections it may, the busy one with the fewest queries in
+ * flight. Below POOL_MAX the query waits and the pool opens a connection, as
+ * pg.Pool does: PostgreSQL runs each connection's statements one after the
+ * other, so spreading queries over more backends lets more of them run (and
+ * commit) at once; pipelining is for the queries beyond that. */
+static pool_conn_t *pick_connection(pool_t *pool)
+{
+    if (pool->idle.len > 0)
+        return H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next);
+    if (pool->per_conn == 1 || pool->waiting.len > 0 || total(pool) < (size_t)pool->max)
+        return NULL;
+    pool_conn_t *best = NULL;
+    for (h2o_linklist_t *n = pool->busy.head.next; n != &pool->busy.head; n = n->next) {
+        pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, n);
+        /* One delivering a result takes its waiters when the callback returns. */
+        if (conn->count < pool->per_conn && !conn->delivering &&
+            (best == NULL || conn->count < best->count))
+            best = conn;
+    }
+    return best;
+}
+
 enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
 {
     assert(q->statement >= 0 && (size_t)q->statement < pool->nstatements);
@@ -607,11 +681,11 @@ enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
         finish_query(q, NULL, POOL_ERR_SHUTDOWN);
         return POOL_ADMITTED;
     }
-    if (pool->idle.len > 0) {
-        pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next);
-        conn_run(conn, q);
-        /* conn_run may have failed the query already (broken idle connection);
+    pool_conn_t *conn = pick_connection(pool);
+    if (conn != NULL) {
+        /* conn_send may have failed the query already (broken connection);
          * that callback counts as the one promised. */
+        (void)conn_send(conn, q);
         return POOL_ADMITTED;
     }
     /* No live connection and the last connect failed recently: answer now. */
@@ -640,10 +714,16 @@ void pool_query_cancel(pool_t *pool, pool_query_t *q)
         list_remove(&pool->waiting, &q->link);
         h2o_timeout_unlink(&q->acquire_entry);
         break;
-    case POOL_QUERY_RUNNING:
-        /* The connection stays busy until the result comes, then drops it. */
-        q->conn->query = NULL;
+    case POOL_QUERY_RUNNING: {
+        /* The connection keeps the slot until the result comes, then drops it. */
+        pool_conn_t *conn = q->conn;
+        for (unsigned i = 0; i < conn->count; i++) {
+            pool_inflight_t *slot = &conn->slots[(conn->head + i) % pool->per_conn];
+            if (slot->query == q)
+                slot->query = NULL;
+        }
         break;
+    }
     default:
         break;
     }
@@ -684,7 +764,6 @@ void pool_dispose(pool_t *pool)
     h2o_timeout_dispose(pool->loop, &pool->retry_timeout);
     h2o_timeout_dispose(pool->loop, &pool->connect_timeout);
     h2o_timeout_dispose(pool->loop, &pool->defer_timeout);
-    free(pool->setup_sql);
     free(pool->options);
     free(pool->hostaddr);
 }

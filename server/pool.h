@@ -5,7 +5,12 @@
  * requests that find no idle connection wait in a FIFO queue. Every connection
  * is on exactly one list (connecting, idle, busy), so total, idle and waiting
  * are list lengths at any moment. A connection that breaks is discarded and the
- * request on it gets an error; the pool opens a replacement when work waits.
+ * requests on it get an error; the pool opens a replacement when work waits.
+ *
+ * With a pipeline depth N > 0 (--pipeline) every connection runs in libpq's
+ * pipeline mode and carries up to N queries at once: a busy connection with
+ * room takes new queries, and one that gets room back takes as many waiters
+ * as fit, oldest first. Results come back in the order the queries were sent.
  *
  * Every connection starts with the session settings the result parsing relies
  * on (DateStyle ISO, IntervalStyle postgres, UTF-8, extra_float_digits), sent
@@ -20,14 +25,12 @@
 #include <h2o.h>
 #include <libpq-fe.h>
 #include "compiler.h"
+#include "pgconn.h"
 #include "stats.h"
 
-/* A statement the pool can run; `name` is also the metrics label. */
-typedef struct pool_statement {
-    const char *name;
-    const char *sql;
-    int nparams;
-} pool_statement_t;
+/* A statement the pool can run; `name` is also the metrics label and, with
+ * --prepared, the prepared statement's name. */
+typedef pgconn_statement_t pool_statement_t;
 
 /* Why a query failed, so the handler can pick the status code. */
 enum pool_error {
@@ -41,6 +44,9 @@ enum pool_error {
 
 typedef struct pool_query pool_query_t;
 
+/* Most queries in flight on one connection (--pipeline's upper bound). */
+#define POOL_DEPTH_MAX 256
+
 /* Called exactly once per accepted query. On success `res` is the command's
  * result, which may itself be an error result (PQresultStatus), though never
  * SQLSTATE 57014: a cancelled statement arrives as POOL_ERR_QUERY_TIMEOUT or
@@ -51,7 +57,7 @@ typedef void (*pool_query_cb)(pool_query_t *q, PGresult *res, enum pool_error er
 enum pool_query_state {
     POOL_QUERY_NEW,     /* the caller's zeroed memory, before pool_query */
     POOL_QUERY_WAITING, /* on pool->waiting */
-    POOL_QUERY_RUNNING, /* sent on conn */
+    POOL_QUERY_RUNNING, /* sent on conn, in its FIFO of queries in flight */
     POOL_QUERY_DONE,    /* callback called, or cancelled */
 };
 
@@ -102,13 +108,17 @@ typedef struct pool {
     const pool_statement_t *statements;
     size_t nstatements;
     int max, queue_max, prepared;
+    int depth;         /* --pipeline: queries in flight per connection; 0 = no pipeline mode */
+    unsigned per_conn; /* queries one connection carries at once: depth, or 1 */
     const char *keywords[12], *values[12]; /* connection parameters for libpq */
     char *options;                         /* libpq's `options`: the URL's, then our -c settings */
     char *hostaddr;                        /* numeric address per host of the URL, or NULL */
-    char *setup_sql;                       /* PREPAREs run on each new connection, or NULL */
+    pgconn_params_t pgparams; /* how pgconn opens each connection: the above, pipeline mode,
+                                 the statements to prepare (--prepared) */
 
     pool_list_t connecting, idle, busy; /* pool_conn_t, by state */
     pool_list_t waiting;                /* pool_query_t, FIFO */
+    size_t in_flight; /* queries sent and not yet answered, over every connection (a gauge) */
 
     h2o_timeout_t idle_timeout, acquire_timeout, query_timeout, retry_timeout, defer_timeout,
         connect_timeout;

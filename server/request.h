@@ -29,20 +29,35 @@ struct notesd_req {
     uint8_t route;       /* enum route_id (routes.h) */
     uint8_t timing_sent; /* 1 once the Server-Timing header was added */
     uint8_t client_gone; /* 1: the client left while we waited; recorded as status 0 */
-    h2o_iovec_t param;   /* the `:param` segment of the path, for routes that have one */
+    h2o_iovec_t param;   /* MATCH_PARAM: the `:param` segment, percent-decoded; MATCH_PREFIX:
+                            the rest of the path after the prefix and its "/", as sent */
     /* The handler's clean-up, run first when the request is disposed of; it
      * takes back whatever still refers to the request (a query, a timer). */
     void (*on_dispose)(notesd_req_t *r);
+    /* A deadline in the loop's timer heap (delay.c), for handlers that answer
+     * later; armed while on_due is not NULL. */
+    struct request_timer {
+        size_t heap_index;
+        void (*on_due)(notesd_req_t *r);
+    } timer;
     union {
         struct request_db {     /* routes_notes.c and /readyz: one statement on the pool */
             pool_query_t query; /* query.data points back to the notesd_req_t */
             note_input_t input; /* parsed body of POST/PUT; owns the param strings */
             char id[21];        /* canonical id text, a parameter */
         } db;
-        struct request_delay { /* delay.c: a pending answer in the loop's heap */
-            size_t heap_index; /* SIZE_MAX when not in the heap */
+        struct request_delay { /* delay.c: an answer due at r->timer's deadline */
             long ms;
         } delay;
+        struct request_fixture {       /* routes_fixture.c: /fault, /bytes, /drip */
+            h2o_generator_t generator; /* h2o calls its proceed for the next chunk */
+            uint64_t sent, total;      /* body bytes handed to h2o, and the body's length */
+            uint32_t chunks;           /* /drip: instants the body is cut at; 0: all at once */
+            uint32_t duration_ms;      /* /drip: from the first chunk to the last */
+            uint8_t in_flight;         /* 1 from an h2o_send until h2o calls proceed */
+            uint8_t action;            /* /fault: enum fault_action (routes_fixture.c) */
+            int status;                /* /fault: the status this request answers */
+        } fixture;
     } u;
 };
 

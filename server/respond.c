@@ -5,6 +5,7 @@
 #include "render.h"
 #include "respond.h"
 
+/* The reason phrases of RFC 9110 (HTTP/1 sends them; /fault/:status may ask for any). */
 static const char *reason_of(int status)
 {
     switch (status) {
@@ -12,22 +13,98 @@ static const char *reason_of(int status)
         return "OK";
     case 201:
         return "Created";
+    case 202:
+        return "Accepted";
+    case 203:
+        return "Non-Authoritative Information";
+    case 204:
+        return "No Content";
+    case 205:
+        return "Reset Content";
+    case 206:
+        return "Partial Content";
+    case 300:
+        return "Multiple Choices";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 303:
+        return "See Other";
+    case 304:
+        return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 308:
+        return "Permanent Redirect";
     case 400:
         return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 402:
+        return "Payment Required";
+    case 403:
+        return "Forbidden";
     case 404:
         return "Not Found";
     case 405:
         return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
+    case 407:
+        return "Proxy Authentication Required";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Gone";
+    case 411:
+        return "Length Required";
+    case 412:
+        return "Precondition Failed";
     case 413:
         return "Payload Too Large";
+    case 414:
+        return "URI Too Long";
     case 415:
         return "Unsupported Media Type";
+    case 416:
+        return "Range Not Satisfiable";
+    case 417:
+        return "Expectation Failed";
+    case 418:
+        return "I'm a Teapot";
+    case 421:
+        return "Misdirected Request";
+    case 422:
+        return "Unprocessable Entity";
+    case 425:
+        return "Too Early";
+    case 426:
+        return "Upgrade Required";
+    case 428:
+        return "Precondition Required";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 451:
+        return "Unavailable For Legal Reasons";
     case 500:
         return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
     case 503:
         return "Service Unavailable";
     case 504:
         return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    case 511:
+        return "Network Authentication Required";
     default:
         return "Unknown";
     }
@@ -39,21 +116,38 @@ int req_is_get(h2o_req_t *req)
            h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
 }
 
+void respond_start(notesd_req_t *r, int status, const char *content_type, size_t len)
+{
+    h2o_req_t *req = r->req;
+
+    req->res.status = status;
+    req->res.reason = reason_of(status);
+    if (status == 204 || status == 304) {
+        /* No body, and (RFC 9110) no Content-Length or Content-Type. */
+        req->res.content_length = SIZE_MAX;
+    } else {
+        req->res.content_length = len;
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type,
+                       strlen(content_type));
+    }
+    request_add_server_timing(r);
+}
+
+int req_is_head(h2o_req_t *req)
+{
+    return h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
+}
+
 void respond(notesd_req_t *r, int status, const char *content_type, const char *body, size_t len)
 {
     h2o_req_t *req = r->req;
     static h2o_generator_t generator = {NULL, NULL};
     h2o_iovec_t buf = h2o_iovec_init(body, len);
 
-    req->res.status = status;
-    req->res.reason = reason_of(status);
-    req->res.content_length = len;
-    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type,
-                   strlen(content_type));
-    request_add_server_timing(r);
+    respond_start(r, status, content_type, len);
     h2o_start_response(req, &generator);
     /* h2o 2.2.5 does not strip the body of a HEAD response itself. */
-    if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD")))
+    if (req_is_head(req) || req->res.content_length == SIZE_MAX)
         h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
     else
         h2o_send(req, &buf, 1, H2O_SEND_STATE_FINAL);

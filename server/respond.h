@@ -19,6 +19,12 @@
 
 void respond(notesd_req_t *r, int status, const char *content_type, const char *body, size_t len);
 
+/* Sets what respond() sets before its body (status and reason, Content-Length
+ * `len`, Content-Type, Server-Timing), for handlers that then stream the body
+ * themselves with h2o_start_response and h2o_send. A 204 or 304 gets no
+ * Content-Length and no Content-Type, and must be sent without a body. */
+void respond_start(notesd_req_t *r, int status, const char *content_type, size_t len);
+
 /* {"error":"<message>"}; `message` is escaped, so any text is safe. */
 void respond_error(notesd_req_t *r, int status, const char *message);
 
@@ -33,5 +39,8 @@ void respond_not_found_text(notesd_req_t *r);
 
 /* 1 for GET and HEAD. */
 int req_is_get(h2o_req_t *req);
+
+/* 1 for HEAD: headers only. */
+int req_is_head(h2o_req_t *req);
 
 #endif

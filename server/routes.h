@@ -21,21 +21,26 @@ enum route_port {
     PORT_METRICS, /* not measured */
 };
 
+/* How a row matches the path the client sent (without the query, before any
+ * decoding or dot-segment removal), as Express's router matches: letters in
+ * any case, and one trailing slash ignored, so "/NOTES/3/" is "/notes/:id". */
 enum route_match {
-    MATCH_EXACT,  /* the template, or the template and "/" (Express's non-strict routing) */
-    MATCH_PARAM,  /* "/base/:param": one non-empty segment after the base */
-    MATCH_PREFIX, /* the template and anything below it */
+    MATCH_EXACT,  /* the template, or the template and "/" */
+    MATCH_PARAM,  /* "/base/:param": one non-empty segment after the base, then maybe "/" */
+    MATCH_PREFIX, /* the template, or the template, "/" and anything after it */
     MATCH_NONE,   /* never matched: the route of the 404 */
 };
 
 /* A handler answers (now or later) and returns 0, or returns -1 to let the next
- * h2o handler on the same path answer (h2o's file handler under /static). */
+ * h2o handler on the port's path answer. On the API port that is h2o's file
+ * handler, which serves req->path_normalized from STATIC_DIR: only misc_static
+ * returns -1, after pointing path_normalized at the file it checked. */
 typedef int (*route_handler_t)(notesd_req_t *r);
 
 /* id, template and `path` label, port, match, GET and HEAD, POST, PUT, any
  * other method (only where none of the three is given), and a set-up hook
- * called with the route's h2o path configuration at start-up. Rows sharing an
- * h2o path (the template up to "/:") are tried in this order. */
+ * called at start-up with the port's h2o path configuration (its one path,
+ * "/"). The rows of a port are tried in this order; the first match wins. */
 #define ROUTES(X)                                                                                  \
     X(ROUTE_NOTE_BY_ID, "/notes/:id", PORT_API, MATCH_PARAM, notes_get, NULL, notes_update, NULL,  \
       NULL)                                                                                        \
@@ -47,6 +52,10 @@ typedef int (*route_handler_t)(notesd_req_t *r);
     X(ROUTE_STATIC, "/static", PORT_API, MATCH_PREFIX, misc_static, NULL, NULL, NULL,              \
       misc_static_setup)                                                                           \
     X(ROUTE_DELAY, "/delay/:ms", PORT_API, MATCH_PREFIX, delay_get, NULL, NULL, NULL, NULL)        \
+    X(ROUTE_FAULT, "/fault/:status", PORT_API, MATCH_PARAM, fixture_fault, NULL, NULL, NULL, NULL) \
+    X(ROUTE_BYTES, "/bytes/:n", PORT_API, MATCH_PARAM, fixture_bytes, NULL, NULL, NULL, NULL)      \
+    X(ROUTE_DRIP, "/drip", PORT_API, MATCH_EXACT, fixture_drip, NULL, NULL, NULL, NULL)            \
+    X(ROUTE_STALL, "/stall", PORT_API, MATCH_EXACT, fixture_stall, NULL, NULL, NULL, NULL)         \
     X(ROUTE_OTHER, "other", PORT_API, MATCH_NONE, NULL, NULL, NULL, NULL, NULL)                    \
     X(ROUTE_METRICS, "/metrics", PORT_METRICS, MATCH_PREFIX, metrics_get, NULL, NULL, NULL,        \
       metrics_setup)                                                                               \
@@ -70,7 +79,8 @@ typedef struct route {
 /* The rows, indexed by route id. */
 extern const route_t routes[ROUTE__COUNT];
 
-/* The handlers the rows name (routes_notes.c, routes_misc.c, delay.c, routes_metrics.c). */
+/* The handlers the rows name (routes_notes.c, routes_misc.c, delay.c, routes_fixture.c,
+ * routes_metrics.c). */
 int notes_get(notesd_req_t *r);
 int notes_update(notesd_req_t *r);
 int notes_list(notesd_req_t *r);
@@ -82,6 +92,10 @@ int misc_primes(notesd_req_t *r);
 int misc_static(notesd_req_t *r);
 void misc_static_setup(h2o_pathconf_t *pathconf);
 int delay_get(notesd_req_t *r);
+int fixture_fault(notesd_req_t *r);
+int fixture_bytes(notesd_req_t *r);
+int fixture_drip(notesd_req_t *r);
+int fixture_stall(notesd_req_t *r);
 int metrics_get(notesd_req_t *r);
 void metrics_setup(h2o_pathconf_t *pathconf);
 int metrics_healthz(notesd_req_t *r);

@@ -160,7 +160,7 @@ static void lag_metrics(out_t *o)
 
 static void pool_metrics(out_t *o)
 {
-    size_t connections = 0, idle = 0, waiting = 0;
+    size_t connections = 0, idle = 0, waiting = 0, in_flight = 0;
     uint64_t errors = 0, opened = 0, rejected = 0, acquire_timeouts = 0, query_timeouts = 0;
     int max = 0;
     histogram_t acquire, query[8];
@@ -175,6 +175,7 @@ static void pool_metrics(out_t *o)
             STAT_READ(pool->connecting.len) + STAT_READ(pool->idle.len) + STAT_READ(pool->busy.len);
         idle += STAT_READ(pool->idle.len);
         waiting += STAT_READ(pool->waiting.len);
+        in_flight += STAT_READ(pool->in_flight);
         max += pool->max;
         errors += STAT_READ(pool->stats.connection_errors);
         opened += STAT_READ(pool->stats.connects);
@@ -195,6 +196,10 @@ static void pool_metrics(out_t *o)
     family(o, "notes_db_pool_waiting_requests", "gauge",
            "Queries waiting for a connection (pg.Pool waitingCount).");
     put(o, "notes_db_pool_waiting_requests %zu\n", waiting);
+    family(o, "notes_db_pool_queries_in_flight", "gauge",
+           "Queries sent and not yet answered, over every connection (above the busy "
+           "connections only with --pipeline).");
+    put(o, "notes_db_pool_queries_in_flight %zu\n", in_flight);
     family(o, "notes_db_pool_max_connections", "gauge", "The pool's connection limit (POOL_MAX).");
     put(o, "notes_db_pool_max_connections %d\n", max);
     family(o, "notes_db_pool_acquire_duration_seconds", "histogram",
@@ -267,6 +272,7 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     char labels[128];
     int64_t in_flight = 0;
     size_t connections = 0;
+    uint64_t accepted = 0, stalls = 0, stall_ns = 0;
 
     family(o, "http_requests_total", "counter",
            "Requests answered, by method, route template and status (0: client left first).");
@@ -296,6 +302,9 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     for (int l = 0; l < server.nloops; l++) {
         in_flight += STAT_READ(server.loops[l].stats.in_flight);
         connections += STAT_READ(server.loops[l].stats.open_connections);
+        accepted += STAT_READ(server.loops[l].stats.accepted);
+        stalls += STAT_READ(server.loops[l].stats.stalls);
+        stall_ns += STAT_READ(server.loops[l].stats.stall_ns);
     }
     family(o, "http_requests_in_flight", "gauge", "Requests received and not yet disposed of.");
     put(o, "http_requests_in_flight %lld\n", (long long)in_flight);
@@ -304,12 +313,13 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     size_t max = 0;
     uint64_t paused_full = 0, paused_fds = 0;
     for (int l = 0; l < server.nloops; l++) {
-        max += server.loops[l].api.max;
+        max += server.loops[l].api_budget.max;
         paused_full += STAT_READ(server.loops[l].stats.accept_paused_full);
         paused_fds += STAT_READ(server.loops[l].stats.accept_paused_fds);
     }
     family(o, "notes_http_connections_max", "gauge",
-           "Most open API connections (MAX_CONNECTIONS); beyond it clients wait in the backlog.");
+           "Most open API connections, plain and TLS (MAX_CONNECTIONS); beyond it clients wait "
+           "in the backlog.");
     put(o, "notes_http_connections_max %zu\n", max);
     family(o, "notes_http_accept_paused_total", "counter",
            "Times a listener stopped accepting: at its connection limit, or out of descriptors.");
@@ -317,6 +327,14 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
         (unsigned long long)paused_full);
     put(o, "notes_http_accept_paused_total{reason=\"fd_exhausted\"} %llu\n",
         (unsigned long long)paused_fds);
+    family(o, "notes_http_connections_accepted_total", "counter",
+           "Connections accepted on the API ports (plain and TLS), every protocol.");
+    put(o, "notes_http_connections_accepted_total %llu\n", (unsigned long long)accepted);
+    family(o, "notes_stalls_total", "counter", "Pauses of an event loop made by GET /stall.");
+    put(o, "notes_stalls_total %llu\n", (unsigned long long)stalls);
+    family(o, "notes_stall_seconds_total", "counter",
+           "Seconds the event loops were paused by GET /stall, measured around each pause.");
+    put(o, "notes_stall_seconds_total %.9f\n", (double)stall_ns / 1e9);
 }
 
 static void build_metrics(out_t *o)

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "config.h"
 #include "render.h"
@@ -114,30 +115,50 @@ static void on_static_response(h2o_req_prefilter_t *self, h2o_req_t *req, h2o_os
     h2o_setup_next_prefilter(self, req, slot);
 }
 
-/* GET /static/...: answers 404 unless the path resolves (symlinks included) to
- * a file inside the directory, then lets h2o's file handler serve it. h2o has
- * already resolved "." and ".." segments. */
+/* GET /static/...: answers 404 unless the path, percent-decoded, resolves
+ * (symlinks and dot segments included) to a file inside the directory, then
+ * lets h2o's file handler serve that file. A directory named without its
+ * trailing slash is redirected to it, as Express's static middleware does; a
+ * directory is never listed. */
 int misc_static(notesd_req_t *r)
 {
     h2o_req_t *req = r->req;
-    char wanted[PATH_MAX], real[PATH_MAX];
-    h2o_iovec_t rest = h2o_iovec_init(req->path_normalized.base + 7, req->path_normalized.len - 7);
+    char wanted[PATH_MAX], real[PATH_MAX], *rest = h2o_mem_alloc_pool(&req->pool, r->param.len + 1);
+    size_t rest_len = validate_decode_path(r->param.base, r->param.len, rest), root_len;
+    struct stat st;
 
-    if (static_root[0] == '\0' || rest.len == 0 || memchr(rest.base, '\0', rest.len) != NULL ||
-        (size_t)snprintf(wanted, sizeof(wanted), "%s/%.*s", static_root, (int)rest.len,
-                         rest.base) >= sizeof(wanted) ||
-        realpath(wanted, real) == NULL || strncmp(real, static_root, strlen(static_root)) != 0 ||
-        real[strlen(static_root)] != '/') {
+    if (static_root[0] == '\0' || rest_len == 0 || memchr(rest, '\0', rest_len) != NULL ||
+        (size_t)snprintf(wanted, sizeof(wanted), "%s/%.*s", static_root, (int)rest_len, rest) >=
+            sizeof(wanted) ||
+        realpath(wanted, real) == NULL ||
+        strncmp(real, static_root, root_len = strlen(static_root)) != 0 || real[root_len] != '/' ||
+        stat(real, &st) != 0) {
         respond_error(r, 404, "not found");
         return 0;
     }
+    if (S_ISDIR(st.st_mode)) {
+        h2o_iovec_t path = h2o_iovec_init(
+            req->path.base, req->query_at != SIZE_MAX ? req->query_at : req->path.len);
+        if (path.base[path.len - 1] == '/') {
+            respond_error(r, 404, "not found");
+            return 0;
+        }
+        h2o_iovec_t location = h2o_concat(&req->pool, path, h2o_iovec_init(H2O_STRLIT("/")));
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_LOCATION, NULL, location.base,
+                       location.len);
+        respond(r, 301, CT_HTML, "", 0);
+        return 0;
+    }
+    /* The file handler is registered on "/" and reads path_normalized: give it
+     * the file's path under the directory, as resolved above. */
+    req->path_normalized = h2o_strdup(&req->pool, real + root_len, SIZE_MAX);
     static_timing_t *timing = (static_timing_t *)h2o_add_prefilter(req, sizeof(*timing));
     timing->super.on_setup_ostream = on_static_response;
     timing->r = r;
     return -1; /* h2o's file handler serves it */
 }
 
-/* Adds h2o's file handler behind the dispatcher on /static. */
+/* Adds h2o's file handler behind the dispatcher, on the API port's path "/". */
 void misc_static_setup(h2o_pathconf_t *pathconf)
 {
     if (realpath(config.static_dir, static_root) == NULL)

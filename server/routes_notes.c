@@ -11,6 +11,7 @@
  */
 #include <cJSON.h>
 #include <string.h>
+#include "body.h"
 #include "config.h"
 #include "log.h"
 #include "loop.h"
@@ -103,8 +104,13 @@ static void respond_query_failure(notesd_req_t *r, PGresult *res, enum pool_erro
     case POOL_OK:
         break;
     }
-    log_warn("%.*s %.*s: database error: %s", (int)req->method.len, req->method.base,
-             (int)req->path.len, req->path.base, PQresultErrorMessage(res));
+    /* The server's fields, not PQresultErrorMessage: that one spans lines
+     * (DETAIL, HINT) and a log line must stay one line. */
+    const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    log_warn("%.*s %.*s: database error %s: %s", (int)req->method.len, req->method.base,
+             (int)req->path.len, req->path.base, sqlstate != NULL ? sqlstate : "-",
+             primary != NULL ? primary : "(no message)");
     respond_error(r, 500, "database error");
 }
 
@@ -155,33 +161,57 @@ static int run(notesd_req_t *r)
     return 0;
 }
 
-/* Checks Content-Type and size, then parses the body; answers the 4xx itself. */
+/* The value of request header `token` (its first occurrence), or NULL;
+ * *repeated says whether it occurs again. */
+static const char *header_of(h2o_req_t *req, const h2o_token_t *token, size_t *len, int *repeated)
+{
+    ssize_t i = h2o_find_header(&req->headers, token, -1);
+    *repeated = 0;
+    if (i == -1) {
+        *len = 0;
+        return NULL;
+    }
+    *repeated = h2o_find_header(&req->headers, token, i) != -1;
+    *len = req->headers.entries[i].value.len;
+    return req->headers.entries[i].value.base;
+}
+
+/* Reads the body as express.json would (body.c: type, charset, encoding,
+ * limit, BOM), then parses it; answers the 4xx itself. */
 static int parse_body(notesd_req_t *r)
 {
     h2o_req_t *req = r->req;
-    const char *err;
-    ssize_t ct = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    const char *err, *body;
+    char msg[128];
+    size_t type_len, encoding_len, body_len;
+    int repeated, status;
+    const char *type = header_of(req, H2O_TOKEN_CONTENT_TYPE, &type_len, &repeated);
+    const char *encoding;
+    size_t limit = (size_t)config.max_body_bytes;
 
-    if (req->entity.len > (size_t)config.max_body_bytes) {
-        respond_error(r, 413, "request body is larger than the limit");
+    if ((status = body_check_type(type, type_len, msg, sizeof(msg))) != 0) {
+        respond_error(r, status, msg);
         return -1;
     }
-    /* express.json() parses only application/json (with any parameters); for
-     * anything else the reference handler finds no body and fails. */
-    int json_type = 0;
-    if (ct != -1) {
-        h2o_iovec_t v = req->headers.entries[ct].value;
-        size_t n = 0;
-        while (n < v.len && v.base[n] != ';' && v.base[n] != ' ')
-            n++;
-        json_type = h2o_lcstris(v.base, n, H2O_STRLIT("application/json"));
+    encoding = header_of(req, H2O_TOKEN_CONTENT_ENCODING, &encoding_len, &repeated);
+    /* Node joins a repeated Content-Encoding into one value, "gzip, gzip",
+     * which body-parser does not know: so the same value here. */
+    if (repeated) {
+        h2o_iovec_t joined = h2o_iovec_init(encoding, encoding_len);
+        for (ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, -1);
+             (i = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, i)) != -1;)
+            joined = h2o_concat(&req->pool, joined, h2o_iovec_init(H2O_STRLIT(", ")),
+                                req->headers.entries[i].value);
+        encoding = joined.base, encoding_len = joined.len;
     }
-    if (!json_type) {
-        respond_error(r, 415, "Content-Type must be application/json");
+    char *scratch = encoding != NULL ? h2o_mem_alloc_pool(&req->pool, limit) : NULL;
+    if ((status = body_decode(encoding, encoding_len, req->entity.base,
+                              req->entity.base != NULL ? req->entity.len : 0, limit, scratch, &body,
+                              &body_len, msg, sizeof(msg))) != 0) {
+        respond_error(r, status, msg);
         return -1;
     }
-    if (validate_note_body(req->entity.base, req->entity.base != NULL ? req->entity.len : 0,
-                           &r->u.db.input, &err) != 0) {
+    if (validate_note_body(body, body_len, &r->u.db.input, &err) != 0) {
         respond_error(r, 400, err);
         return -1;
     }

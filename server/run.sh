@@ -5,10 +5,27 @@
 #
 #   server/run.sh                      API on :8080, metrics on :9091
 #   PORT=3000 server/run.sh --prepared
+#   server/run.sh --tls [--h2c]        also TLS (h2, http/1.1) on :8443 (TLS_PORT), with a
+#                                      self-signed certificate for localhost made once
+#                                      in .localdb/tls/ (curl -k or --cacert it)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$REPO/server/build.sh"
+
+if [[ "${1:-}" == "--tls" ]]; then
+  shift
+  tls_dir="$REPO/.localdb/tls"
+  if [[ ! -s "$tls_dir/cert.pem" || ! -s "$tls_dir/key.pem" ]]; then
+    mkdir -p "$tls_dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj /CN=localhost \
+      -addext "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1" \
+      -keyout "$tls_dir/key.pem" -out "$tls_dir/cert.pem" 2>/dev/null
+    chmod 600 "$tls_dir/key.pem"
+    echo "run.sh: made a self-signed certificate in $tls_dir" >&2
+  fi
+  export TLS_PORT="${TLS_PORT:-8443}" TLS_CERT="$tls_dir/cert.pem" TLS_KEY="$tls_dir/key.pem"
+fi
 
 if [[ -z "${DB_URL:-}" ]]; then
   "$REPO/sql/localdb.sh" start

@@ -70,8 +70,10 @@ typedef struct stats_loop {
     http_series_t overflow;      /* the reserved series; read when its count is not 0 */
     int64_t in_flight;           /* requests received and not yet disposed of */
     size_t open_connections;     /* accepted and not yet closed, both ports */
+    uint64_t accepted;           /* connections accepted on the API ports (plain and TLS) */
     uint64_t accept_paused_full; /* times a listener stopped at its connection limit */
     uint64_t accept_paused_fds;  /* times accept failed for want of descriptors (EMFILE...) */
+    uint64_t stalls, stall_ns;   /* /stall's pauses of this loop, and their total length */
 } stats_loop_t;
 
 void stats_loop_init(stats_loop_t *m);

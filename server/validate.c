@@ -6,7 +6,10 @@
  * a text column, so it is refused here, before a connection is used.
  */
 #include <ctype.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <cJSON.h>
 #include "validate.h"
 
@@ -52,13 +55,14 @@ static int hex_value(char c)
     return -1;
 }
 
-/* Decodes one query-string component into out; returns the decoded length. */
-static size_t decode_component(const char *s, size_t len, char *out)
+/* Decodes %XX escapes (and '+' as a space, in a query string) into out;
+ * returns the decoded length. */
+static size_t percent_decode(const char *s, size_t len, char *out, int plus_is_space)
 {
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         int hi, lo;
-        if (s[i] == '+') {
+        if (s[i] == '+' && plus_is_space) {
             out[o++] = ' ';
         } else if (s[i] == '%' && i + 2 < len && (hi = hex_value(s[i + 1])) >= 0 &&
                    (lo = hex_value(s[i + 2])) >= 0) {
@@ -69,6 +73,64 @@ static size_t decode_component(const char *s, size_t len, char *out)
         }
     }
     return o;
+}
+
+/* One query-string component, as Node's querystring decodes it. */
+static size_t decode_component(const char *s, size_t len, char *out)
+{
+    return percent_decode(s, len, out, 1);
+}
+
+size_t validate_decode_path(const char *s, size_t len, char *out)
+{
+    return percent_decode(s, len, out, 0);
+}
+
+size_t validate_origin_form(const char *target, size_t len)
+{
+    size_t i;
+
+    if (len > 0 && target[0] == '/')
+        return 0;
+    if (len >= 7 && strncasecmp(target, "http://", 7) == 0)
+        i = 7;
+    else if (len >= 8 && strncasecmp(target, "https://", 8) == 0)
+        i = 8;
+    else
+        return SIZE_MAX;
+    while (i < len && target[i] != '/' && target[i] != '?')
+        i++; /* the authority, which routing does not need */
+    return i;
+}
+
+int validate_framing(const char *head, size_t len, const char **err)
+{
+    const char *line = head, *end = head + len;
+    int lengths = 0, chunked = 0, first = 1;
+
+    while (line < end) {
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
+        size_t n = (nl != NULL ? nl : end) - line;
+        if (n == 0 || (n == 1 && line[0] == '\r'))
+            break; /* the empty line that ends the head */
+        if (!first && n >= 15 && strncasecmp(line, "content-length:", 15) == 0)
+            lengths++;
+        else if (!first && n >= 18 && strncasecmp(line, "transfer-encoding:", 18) == 0)
+            chunked = 1;
+        first = 0; /* the request line */
+        if (nl == NULL)
+            break;
+        line = nl + 1;
+    }
+    if (lengths > 1) {
+        *err = "Content-Length given more than once";
+        return -1;
+    }
+    if (lengths > 0 && chunked) {
+        *err = "Content-Length and Transfer-Encoding together";
+        return -1;
+    }
+    return 0;
 }
 
 int validate_utf8(const char *str, size_t len)
@@ -242,6 +304,9 @@ static const char *string_field(cJSON *obj, const char *name, const char **err, 
 typedef struct json_scan {
     const char *p, *end;
     int depth;
+    const char *start; /* the text, for offsets into `fix` */
+    char *fix;         /* NULL, or a copy of the text in which lone surrogates are rewritten */
+    size_t lone;       /* lone surrogate escapes seen */
 } json_scan_t;
 
 #define JSON_MAX_DEPTH 512
@@ -295,39 +360,64 @@ static int scan_number(json_scan_t *s)
     return 1;
 }
 
+static unsigned hex4(const char *p)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++)
+        v = v << 4 |
+            (unsigned)(isdigit((unsigned char)p[i]) ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
+    return v;
+}
+
+/* A \u escape of a UTF-16 surrogate without its partner. JSON.parse keeps it
+ * in the string, and node-postgres's UTF-8 encoding stores it as U+FFFD; cJSON
+ * refuses it, so the copy it parses says \ufffd instead. */
+static void lone_surrogate(json_scan_t *s, const char *digits)
+{
+    s->lone++;
+    if (s->fix != NULL)
+        memcpy(s->fix + (digits - s->start), "fffd", 4);
+}
+
 static int scan_string(json_scan_t *s)
 {
+    const char *high = NULL; /* the digits of a high surrogate waiting for its low half */
+
     if (s->p >= s->end || *s->p != '"')
         return 0;
     for (s->p++; s->p < s->end; s->p++) {
         unsigned char c = (unsigned char)*s->p;
         if (c == '"') {
+            if (high != NULL)
+                lone_surrogate(s, high);
             s->p++;
             return 1;
         }
         if (c < 0x20)
             return 0;
-        if (c == '\\') {
-            if (++s->p >= s->end)
+        if (c == '\\' && ++s->p >= s->end)
+            return 0;
+        if (c != '\\' || *s->p != 'u') {
+            if (c == '\\' && (*s->p == '\0' || strchr("\"\\/bfnrt", *s->p) == NULL))
                 return 0;
-            switch (*s->p) {
-            case '"':
-            case '\\':
-            case '/':
-            case 'b':
-            case 'f':
-            case 'n':
-            case 'r':
-            case 't':
-                break;
-            case 'u':
-                for (int i = 0; i < 4; i++)
-                    if (++s->p >= s->end || !isxdigit((unsigned char)*s->p))
-                        return 0;
-                break;
-            default:
+            if (high != NULL)
+                lone_surrogate(s, high);
+            high = NULL;
+            continue;
+        }
+        for (int i = 0; i < 4; i++)
+            if (++s->p >= s->end || !isxdigit((unsigned char)*s->p))
                 return 0;
-            }
+        const char *digits = s->p - 3;
+        unsigned v = hex4(digits);
+        if (v >= 0xdc00 && v <= 0xdfff) {
+            if (high == NULL)
+                lone_surrogate(s, digits);
+            high = NULL; /* a pair, or a lone low half */
+        } else {
+            if (high != NULL)
+                lone_surrogate(s, high);
+            high = v >= 0xd800 && v <= 0xdbff ? digits : NULL;
         }
     }
     return 0;
@@ -391,14 +481,16 @@ static int scan_value(json_scan_t *s)
     }
 }
 
-/* 1 if `text` is exactly one JSON value with optional whitespace around it. */
-static int json_is_strict(const char *text, size_t len)
+/* 1 if `text` is exactly one JSON value with optional whitespace around it;
+ * counts lone surrogates into *lone, and rewrites them in `fix` when given. */
+static int json_is_strict(const char *text, size_t len, char *fix, size_t *lone)
 {
-    json_scan_t s = {text, text + len, 0};
+    json_scan_t s = {text, text + len, 0, text, fix, 0};
     skip_ws(&s);
     if (!scan_value(&s))
         return 0;
     skip_ws(&s);
+    *lone = s.lone;
     return s.p == s.end;
 }
 
@@ -415,7 +507,19 @@ int validate_note_body(const char *body, size_t len, note_input_t *in, const cha
     }
     if ((*err = prescan_json_strings(body, len)) != NULL)
         return -1;
-    cJSON *json = json_is_strict(body, len) ? cJSON_ParseWithLength(body, len) : NULL;
+    size_t lone = 0;
+    cJSON *json = NULL;
+    if (json_is_strict(body, len, NULL, &lone)) {
+        char *fixed = lone > 0 ? malloc(len) : NULL; /* rare: only for lone surrogates */
+        if (fixed != NULL) {
+            memcpy(fixed, body, len);
+            if (json_is_strict(body, len, fixed, &lone))
+                json = cJSON_ParseWithLength(fixed, len);
+            free(fixed);
+        } else if (lone == 0) {
+            json = cJSON_ParseWithLength(body, len);
+        }
+    }
     if (json == NULL) {
         *err = "request body is not valid JSON";
         return -1;

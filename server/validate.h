@@ -41,6 +41,28 @@ NOTESD_MUSTCHECK int validate_query_number(const char *query, size_t len, const 
 NOTESD_MUSTCHECK int validate_tag_query(const char *query, size_t len, char *out, size_t *out_len,
                                         const char **err);
 
+/* Percent-decodes a path segment as decodeURIComponent would, except that an
+ * invalid escape is kept as it is instead of failing (the callers refuse what
+ * it leaves anyway). No '+' rule: that is the query string's. `out` must hold
+ * `len` bytes; returns the decoded length. */
+size_t validate_decode_path(const char *s, size_t len, char *out);
+
+/* Where the origin-form path starts in a request target (RFC 9112 section
+ * 3.2): 0 for "/path", the offset just past the authority for the absolute
+ * form "http://host:port/path" (a scheme of http or https, any case); the
+ * path there may be empty ("http://host"), which means "/". SIZE_MAX for
+ * anything else ("*", "host/path"). */
+size_t validate_origin_form(const char *target, size_t len);
+
+/* Checks the framing fields of an HTTP/1 request head, as h2o 2.2.5 does not:
+ * a second Content-Length field, or Content-Length together with
+ * Transfer-Encoding, makes the body's length ambiguous (RFC 9112 section
+ * 6.3), so the request must be refused and the connection closed. Node's
+ * parser, under Express, refuses a repeated Content-Length even when the
+ * values agree, and so does this. `head` starts with the request line; the
+ * scan stops at the empty line that ends the head, or at `len`. */
+NOTESD_MUSTCHECK int validate_framing(const char *head, size_t len, const char **err);
+
 /* Returns 1 when `s` is valid UTF-8 without NUL bytes, 0 otherwise. */
 int validate_utf8(const char *s, size_t len);
 
@@ -52,8 +74,10 @@ typedef struct note_input {
 } note_input_t;
 
 /* Parses a request body as JSON {"title": string, "body": string, "tag": string}.
- * Other fields are ignored, as the reference app ignores them. On success the
- * caller owns in->json; on failure nothing is left to free. */
+ * Other fields are ignored, as the reference app ignores them. A lone UTF-16
+ * surrogate escape ("\ud800", or "\udc00\ud800" reversed) becomes U+FFFD, as
+ * JSON.parse followed by node-postgres's UTF-8 encoding stores it. On success
+ * the caller owns in->json; on failure nothing is left to free. */
 NOTESD_MUSTCHECK int validate_note_body(const char *body, size_t len, note_input_t *in,
                                         const char **err);
 

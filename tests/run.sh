@@ -3,9 +3,11 @@
 #   1. installs the Debian packages the build and the tests need (only missing ones);
 #   2. builds with warnings as errors and runs all CTest tests (style, unit, integration);
 #   3. builds with ASan+UBSan and runs them all again;
-#   4. builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 20).
-# It ends with one line: "N passed, M failed, K skipped" over all suites; a test
-# that skipped (exit 77: valgrind under ASan, a missing tool) is not a pass.
+#   4. builds with ThreadSanitizer (clang) and runs the multi-loop tests: no data race;
+#   5. builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 20).
+# It ends with one line: "N passed, M failed, K skipped" over all suites (the
+# ThreadSanitizer and fuzzing ones included); a test that skipped (exit 77:
+# valgrind under ASan, a missing tool) is not a pass.
 # Integration tests start their own PostgreSQL in a temporary directory (as the
 # `postgres` user when run as root) and the real notesd binary on free ports.
 set -euo pipefail
@@ -49,6 +51,11 @@ run_suite() {
 run_suite "strict build" "$REPO/build-test"
 run_suite "sanitizers (ASan+UBSan)" "$REPO/build-asan" -DNOTESD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 if command -v clang >/dev/null; then
+  # Several event loops under load with /metrics scraped from the first moment;
+  # a race ends notesd with status 66 and fails the test.
+  CC=clang CTEST_ARGS="-R ^(unit_stats|integration_threads|integration_api)$" \
+    run_suite "ThreadSanitizer (multi-loop tests)" "$REPO/build-tsan" -DNOTESD_TSAN=ON \
+    -DCMAKE_BUILD_TYPE=Debug
   CC=clang CTEST_ARGS="-L fuzz" run_suite "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -DNOTESD_FUZZ=ON \
     -DNOTESD_FUZZ_SECONDS="$FUZZ_SECONDS"
 fi

@@ -9,8 +9,11 @@ committed; docker/check.py fails when the two differ. Edit here, then rerun.
 
 notesd-app.json  the server under test: one `job` per target (notesd, node,
                  bun, deno), the metric names of README.md's metrics table,
-                 which the Express peer exposes too.
-postgres.json    the database, from postgres_exporter's default collectors.
+                 which the Express peer exposes too; and a k6 row (k6's
+                 remote-write samples, picked by `testid`), with each test's
+                 window as an annotation.
+postgres.json    the database, from postgres_exporter's default collectors and
+                 its stat_statements collector.
 """
 
 import json
@@ -125,7 +128,7 @@ def query_variable(name, label, query, default=None):
     return v
 
 
-def dashboard(uid, title, description, variables, panels):
+def dashboard(uid, title, description, variables, panels, annotations=()):
     return {
         "uid": uid,
         "title": title,
@@ -138,7 +141,7 @@ def dashboard(uid, title, description, variables, panels):
         "time": {"from": "now-15m", "to": "now"},
         "schemaVersion": 39,
         "version": 1,
-        "annotations": {"list": []},
+        "annotations": {"list": list(annotations)},
         "links": [],
         "templating": {"list": variables},
         "panels": panels,
@@ -149,6 +152,73 @@ def hq(q, metric, by, sel):
     """histogram_quantile over a classic histogram, summed per `by` labels and le."""
     return (f"histogram_quantile({q}, sum by ({by}, le) "
             f"(rate({metric}_bucket{{{sel}}}[{RATE}])))")
+
+
+# k6's samples arrive by remote write (experimental-prometheus-rw), named by its
+# output: counters k6_<metric>_total, gauges k6_<metric>, rates k6_<metric>_rate,
+# trends one gauge per stat in K6_PROMETHEUS_RW_TREND_STATS (k6_<metric>_p99, in
+# seconds). Every sample carries the run's tags: testid (--tag), runtime (RT,
+# the same name as the server's job), scenario, name (the route), and with the
+# k6-operator instance_id (one per runner pod).
+K6 = 'testid=~"$testid", runtime=~"$job"'
+
+K6_TEST_WINDOWS = {
+    "name": "k6 test runs",
+    "datasource": DATASOURCE,
+    "enable": True,
+    "iconColor": "rgba(255, 152, 48, 1)",
+    # A region per testid while its VUs report: the test's window.
+    "expr": 'count by (testid) (k6_vus{testid=~"$testid"})',
+    "step": "5s",
+    "titleFormat": "k6 {{testid}}",
+    "textFormat": "k6 test {{testid}} running",
+    "tagKeys": "testid",
+    "useValueForTime": False,
+}
+
+
+def k6_row(L):
+    """k6's view of the same run, beside the server's: rates, latency, VUs,
+    dropped iterations and checks, for the tests picked in `testid`."""
+    L.row("k6 (client side)")
+    L.add(timeseries(
+        "k6: requests per second by scenario and route",
+        "rate(k6_http_reqs_total), summed over k6 instances (runner pods), by scenario and "
+        "the request's name tag (the route). Compare with the server's rate above: the two "
+        "differ only by requests in flight.",
+        "reqps",
+        [(f"sum by (testid, scenario, name) (rate(k6_http_reqs_total{{{K6}}}[{RATE}]))",
+          "{{testid}} {{scenario}} {{name}}")]))
+    L.add(timeseries(
+        "p99: k6 (client) next to the server",
+        "k6_http_req_duration_p99: k6's p99 over the whole run so far (the remote-write "
+        "output keeps one digest per series from the start), the largest over runner pods. "
+        "server: histogram_quantile(0.99) of http_request_duration_seconds over the rate "
+        "window. Client minus server is network, queueing in the kernel and the client itself.",
+        "s",
+        [(f"max by (testid, name) (k6_http_req_duration_p99{{{K6}}})", "k6 {{testid}} {{name}} p99"),
+         (hq(0.99, "http_request_duration_seconds", "job, path", 'job=~"$job"'),
+          "server {{job}} {{path}} p99")]))
+    L.add(timeseries(
+        "k6: virtual users",
+        "k6_vus summed over runner pods, and the most VUs the test may start (k6_vus_max).",
+        "short",
+        [(f"sum by (testid) (k6_vus{{{K6}}})", "{{testid}} VUs"),
+         (f"sum by (testid) (k6_vus_max{{{K6}}})", "{{testid}} VUs max")]), w=8)
+    L.add(timeseries(
+        "k6: dropped iterations per second",
+        "rate(k6_dropped_iterations_total): iterations an arrival-rate scenario could not "
+        "start for lack of VUs. Anything above 0 means the offered load was not sent.",
+        "ops",
+        [(f"sum by (testid, scenario) (rate(k6_dropped_iterations_total{{{K6}}}[{RATE}]))",
+          "{{testid}} {{scenario}}")]), w=8)
+    L.add(timeseries(
+        "k6: checks passed",
+        "k6_checks_rate: the share of checks that passed so far, per check, the lowest over "
+        "runner pods.",
+        "percentunit",
+        [(f"min by (testid, check) (k6_checks_rate{{{K6}}})", "{{testid}} {{check}}")],
+        minimum=None), w=8)
 
 
 def app_dashboard():
@@ -210,12 +280,16 @@ def app_dashboard():
         [(f"process_resident_memory_bytes{{{j}}}", "{{job}}")]), w=8)
     L.add(timeseries(
         "Heap",
-        "process_heap_bytes: VmData for notesd, the used JavaScript heap for the peer "
-        "(V8 on node and deno, JavaScriptCore on bun: compare node with deno only). "
-        "notes_malloc_heap_used_bytes: bytes in use in glibc malloc (notesd).",
+        "process_heap_bytes: the process's data segment (VmData from /proc/self/status), "
+        "the same measure on every target, as prom-client reports it on Linux. "
+        "notes_malloc_heap_used_bytes: bytes in use in glibc malloc (notesd). "
+        "nodejs_heap_size_used_bytes / _total_bytes: the JavaScript engine's heap in the "
+        "peer (V8 on node and deno, JavaScriptCore on bun: compare node with deno only).",
         "bytes",
-        [(f"process_heap_bytes{{{j}}}", "{{job}} process_heap_bytes"),
-         (f"notes_malloc_heap_used_bytes{{{j}}}", "{{job}} malloc in use")]), w=8)
+        [(f"process_heap_bytes{{{j}}}", "{{job}} process_heap_bytes (VmData)"),
+         (f"notes_malloc_heap_used_bytes{{{j}}}", "{{job}} malloc in use"),
+         (f"nodejs_heap_size_used_bytes{{{j}}}", "{{job}} JS heap used"),
+         (f"nodejs_heap_size_total_bytes{{{j}}}", "{{job}} JS heap total")]), w=8)
     L.add(timeseries(
         "Event loop delay",
         "How late a 100 ms timer fires. The window gauges (mean, max, p99) cover the "
@@ -269,6 +343,8 @@ def app_dashboard():
          (f"rate(notes_db_query_timeouts_total{{{j}}}[{RATE}])", "{{job}} query timeouts"),
          (f"rate(notes_db_connections_opened_total{{{j}}}[{RATE}])", "{{job}} opened")]), w=24)
 
+    k6_row(L)
+
     L.row("Build")
     build = {
         "type": "table",
@@ -287,8 +363,10 @@ def app_dashboard():
         "notesd-app", "notesd: server under test",
         "Requests, latency, CPU, memory, event loop and database pool of notesd and of the "
         "Express peer on node, bun and deno. Pick targets with the `target` variable.",
-        [query_variable("job", "target", "label_values(notes_build_info, job)")],
-        L.panels)
+        [query_variable("job", "target", "label_values(notes_build_info, job)"),
+         query_variable("testid", "k6 test", "label_values(k6_vus, testid)")],
+        L.panels,
+        annotations=[K6_TEST_WINDOWS])
 
 
 def postgres_dashboard():
@@ -348,9 +426,37 @@ def postgres_dashboard():
         "bytes",
         [(f"pg_database_size_bytes{{{d}}}", "{{datname}}")], minimum=None))
 
+    L.row("Statements (pg_stat_statements)")
+    s = f'{d}, user!=""'
+    L.add(timeseries(
+        "Calls per second, busiest 10 statements",
+        "pg_stat_statements_calls_total by queryid (the exporter's stat_statements "
+        "collector): what the database really ran, to hold against the server's "
+        "http_requests_total and notes_db_query_duration_seconds_count.",
+        "ops",
+        [(f"topk(10, sum by (datname, queryid) (rate(pg_stat_statements_calls_total{{{s}}}[{RATE}])))",
+          "{{datname}} {{queryid}}")]))
+    L.add(timeseries(
+        "Mean execution time per call",
+        "rate(pg_stat_statements_seconds_total) / rate(pg_stat_statements_calls_total): "
+        "time inside PostgreSQL per execution, without the network and the pool.",
+        "s",
+        [(f"sum by (datname, queryid) (rate(pg_stat_statements_seconds_total{{{s}}}[{RATE}])) / "
+          f"sum by (datname, queryid) (rate(pg_stat_statements_calls_total{{{s}}}[{RATE}])) > 0",
+          "{{datname}} {{queryid}}")]))
+    L.add(timeseries(
+        "Rows per call",
+        "rate(pg_stat_statements_rows_total) / rate(pg_stat_statements_calls_total): 1 for "
+        "GET /notes/:id, up to 20 for GET /notes?tag=.",
+        "short",
+        [(f"sum by (datname, queryid) (rate(pg_stat_statements_rows_total{{{s}}}[{RATE}])) / "
+          f"sum by (datname, queryid) (rate(pg_stat_statements_calls_total{{{s}}}[{RATE}])) > 0",
+          "{{datname}} {{queryid}}")]), w=24)
+
     return dashboard(
         "notesd-postgres", "notesd: PostgreSQL",
-        "The database every target shares, from postgres_exporter's default collectors. "
+        "The database every target shares, from postgres_exporter's default collectors "
+        "and its stat_statements collector. "
         "Machine CPU and memory of the db host need node_exporter, which this stack does "
         "not run.",
         [query_variable("datname", "database", 'label_values(pg_stat_database_xact_commit{datname!=""}, datname)',

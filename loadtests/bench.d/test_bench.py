@@ -6,6 +6,10 @@
 - the pgbench weights are loadtests/mixes.json's shares;
 - pgbench output parsing, medians and spread (wrk parsing and percentiles: loadlib/tests);
 - ratios, best peer and PASS/MISS on made-up figures;
+- the same-layout pgbench limits (which CPU, which mode), the pipelined pgbench
+  scripts, the modelled ceiling of the database's core and its table;
+- the sweep's target, table and chart; the three-host layout's plan (names,
+  198.18.0.0/15 addresses, ip/tc commands), its caps, targets and table;
 - the h2o configuration template is accepted by h2o (when h2o is installed).
 """
 
@@ -15,7 +19,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
+import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOADTESTS = os.path.dirname(HERE)
@@ -23,9 +29,11 @@ REPO = os.path.dirname(LOADTESTS)
 sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, LOADTESTS)
 
-from loadlib import mixes, pgbench  # noqa: E402
+from loadlib import charts, mixes, netcheck, netns, pgbench  # noqa: E402
 from loadlib.commands import bench  # noqa: E402
+from loadlib.commands import bench_netns  # noqa: E402
 from loadlib.commands import bench_report as report  # noqa: E402
+from loadlib.commands import bench_sweep  # noqa: E402
 
 
 def notesd_statements():
@@ -188,6 +196,234 @@ class Figures(unittest.TestCase):
                                self.runs, [])
         self.assertIn("| req/s ≥ 90% of h2o's static ceiling | notesd | json | 0.96 |", text)
         self.assertIn("**MISS**", text)
+
+
+def fake_bench(tmp):
+    """Enough of bench.Bench for pgbench_cmd: a database, the pool, a scratch directory."""
+    fake = types.SimpleNamespace(
+        db=types.SimpleNamespace(host="127.0.0.1", port="5432", user="postgres", dbname="notes"),
+        args=types.SimpleNamespace(pool=20), pgbench="pgbench", tmp=tmp)
+    fake.pgbench_script = lambda script, depth: bench.Bench.pgbench_script(fake, script, depth)
+    return fake
+
+
+class PgbenchLimits(unittest.TestCase):
+    def test_each_variant_runs_where_and_how_it_says(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = fake_bench(d)
+            for label, (mode, where, depth) in bench.PGBENCH_VARIANTS.items():
+                with self.subTest(label=label):
+                    cmd = bench.Bench.pgbench_cmd(fake, label, "read", 3)
+                    self.assertEqual(cmd[:3], ["taskset", "-c", "1" if where == "server" else "0"])
+                    self.assertEqual(cmd[cmd.index("-M") + 1], mode)
+                    self.assertEqual(cmd[cmd.index("-c", 3) + 1], "20")   # after taskset's
+                    scripts = [c for c in cmd if c.endswith(".sql@70") or c.endswith(".sql@30")]
+                    self.assertEqual(len(scripts), 2)
+                    for s in scripts:
+                        with open(s.rsplit("@", 1)[0]) as f:
+                            text = f.read()
+                        self.assertEqual("\\startpipeline" in text, depth is not None)
+        # the existing labels keep their meaning: pgbench on the server's core
+        self.assertEqual(bench.PGBENCH_VARIANTS["pgbench"], ("extended", "server", None))
+        self.assertEqual(bench.PGBENCH_VARIANTS["pgbench-prepared"], ("prepared", "server", None))
+
+    def test_pipelined_script_sends_depth_statements_of_the_same_sql(self):
+        statements = notesd_statements()
+        for name in ("get_note", "list_by_tag", "insert_note", "update_note"):
+            with self.subTest(name=name):
+                with open(os.path.join(HERE, name + ".sql")) as f:
+                    text = bench.pipeline_script(f.read(), 16)
+                lines = text.splitlines()
+                self.assertEqual(lines[0], "\\startpipeline")
+                self.assertEqual(lines[-1], "\\endpipeline")
+                sql = [l for l in lines if not l.startswith("\\")]
+                per_block = 1 if name == "get_note" else 8   # one statement per \if branch
+                self.assertEqual(len(sql), 16 * per_block)
+                with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
+                    f.write(text)
+                try:
+                    self.assertEqual(script_statements(f.name), {statements[name]})
+                finally:
+                    os.unlink(f.name)
+
+    def test_limits_of_each_notesd_variant(self):
+        self.assertEqual(report.limit_of("notesd", "read"), "pgbench")
+        self.assertEqual(report.limit_of("notesd-prepared", "read"), "pgbench-prepared")
+        self.assertEqual(report.limit_of("notesd-pipeline", "read"), "pgbench-pipeline")
+        self.assertEqual(report.limit_of("notesd-prepared-pipeline", "write"),
+                         "pgbench-prepared-pipeline")
+        self.assertEqual(report.limit_of("notesd-pipeline", "json"), "h2o")
+
+
+def dbrun(label, test, rps, db_us, wrk_us=None, rnd=1):
+    r = run(label, test, rps, 5, 40, rnd=rnd)
+    r.update(db_cpu_us_per_req=db_us, loadgen_cpu_us_per_req=wrk_us)
+    return r
+
+
+class Ceiling(unittest.TestCase):
+    def test_model(self):
+        self.assertAlmostEqual(report.ceiling(35.0, 15.0), 20000.0)
+        self.assertIsNone(report.ceiling(None, 15.0))
+        self.assertIsNone(report.ceiling(35.0, None))
+        self.assertIsNone(report.ceiling(0.0, 0.0))
+
+    def setUp(self):
+        self.runs = [
+            dbrun("notesd", "read", 8000, 100, 16),
+            dbrun("pgbench", "read", 7500, 130),
+            dbrun("pgbench-dbcore", "read", 6000, 120),
+            dbrun("notesd-prepared", "read", 15000, 50, 16),
+            dbrun("pgbench-prepared", "read", 28000, 35),   # no -dbcore run: CPU 1's is used
+        ]
+        self.summary = report.summarize(self.runs, [])
+
+    def test_rows(self):
+        rows = {(r["subject"], r["test"]): r for r in report.ceiling_rows(self.summary, ["read"])}
+        r = rows[("notesd", "read")]
+        self.assertEqual(r["pg_us_from"], "pgbench-dbcore")
+        self.assertAlmostEqual(r["ceiling_rps"], 1e6 / (120 + 16))
+        self.assertAlmostEqual(r["vs_ceiling"], 8000 / (1e6 / 136))
+        self.assertAlmostEqual(r["vs_db_core"], 8000 / 6000)
+        self.assertAlmostEqual(r["vs_other_core"], 8000 / 7500)
+        self.assertAlmostEqual(r["pg_us_extra"], -20)
+        r = rows[("notesd-prepared", "read")]
+        self.assertEqual(r["pg_us_from"], "pgbench-prepared")
+        self.assertAlmostEqual(r["ceiling_rps"], 1e6 / 51)
+        self.assertAlmostEqual(r["pg_us_extra"], 15)
+        self.assertIsNone(r["vs_db_core"])
+        self.assertNotIn(("notesd-pipeline", "read"), rows)  # nothing measured: no row
+
+    def test_section_renders_with_skip(self):
+        rows = report.ceiling_rows(self.summary, ["read"])
+        text = report.ceiling_section(rows, {"notesd-pipeline": "no --pipeline"})
+        self.assertIn("modelled ceiling req/s", text)
+        self.assertIn("| notesd | unnamed (-M extended) | read | 7,500 | 6,000 | 120 | 16 | 7,353 "
+                      "| 8,000 | 1.07 | 1.33 | 1.09 |", text)
+        self.assertIn("- notesd-pipeline: SKIP — no --pipeline", text)
+
+
+def sweep_rec(subject, test, n, rps, p50, p99, valid=True):
+    return {"subject": subject, "test": test, "connections": n, "valid": valid, "rps": rps,
+            "p50_ms": p50, "p99_ms": p99}
+
+
+class Sweep(unittest.TestCase):
+    def setUp(self):
+        self.records = []
+        for n, (a, b, c) in {1: (0.05, 0.3, 0.2), 10: (0.2, 0.9, 0.7), 100: (1.2, 9, 8),
+                             1000: (12, 90, 80)}.items():
+            self.records += [sweep_rec("notesd", "json", n, 1000 * n ** 0.5, a / 2, a),
+                             sweep_rec("node", "json", n, 300 * n ** 0.5, b / 2, b),
+                             sweep_rec("bun", "json", n, 500 * n ** 0.5, c / 2, c)]
+        self.records.append(sweep_rec("deno", "json", 1, 100, 0.001, 0.001, valid=False))
+
+    def test_targets_at_service_levels(self):
+        rows = {(r["test"], r["connections"]): r for r in bench_sweep.target_rows(self.records)}
+        r = rows[("json", 1)]
+        self.assertEqual(r["best_peer"], "bun")   # an invalid run is no peer figure
+        self.assertAlmostEqual(r["value"], 0.05 / 0.2)
+        self.assertEqual(r["result"], "PASS")
+        r = rows[("json", 10)]
+        self.assertAlmostEqual(r["value"], 0.2 / 0.7)
+        self.assertEqual(r["result"], "PASS")
+        self.assertEqual(rows[("read", 1)]["result"], "n/a")
+
+    def test_section_and_chart(self):
+        with tempfile.TemporaryDirectory() as d:
+            text = bench_sweep.section(self.records, d)
+            self.assertIn("| notesd | 1,000 / 0.025 / 0.05 | 3,162 / 0.1 / 0.2 |", text)
+            self.assertIn("![latency against throughput, json](sweep-json.svg)", text)
+            self.assertIn("- invalid: deno json c1", text)
+            svg = ET.parse(os.path.join(d, "sweep-json.svg")).getroot()
+            self.assertEqual(svg.tag, "{http://www.w3.org/2000/svg}svg")
+            lines = svg.findall("{http://www.w3.org/2000/svg}polyline")
+            self.assertEqual(len(lines), 6)  # p99 and p50 for three subjects
+        self.assertEqual(bench_sweep.section([], None), "")
+
+    def test_log_axis_has_decades(self):
+        svg = charts.line_chart("t", "s", [("native", "a p99", [(10, 0.05, "c1"), (20, 80, None)],
+                                             False)], "req/s", "ms", log_y=True)
+        for label in (">0.01<", ">0.1<", ">1<", ">10<", ">100<"):
+            self.assertIn(label, svg)
+        ET.fromstring(svg)
+
+
+class NetnsPlan(unittest.TestCase):
+    def test_addresses_only_in_the_benchmark_range(self):
+        addrs = [a for v in netns.addresses().values() for a in v]
+        self.assertEqual(len(addrs), 4)
+        for a in addrs:
+            self.assertTrue(netcheck.ipaddress.ip_address(a) in netcheck.BENCH_NET, a)
+        self.assertEqual(netns.address("srv", "load"), "198.18.1.2")
+        self.assertEqual(netns.address("db", "srv"), "198.18.2.2")
+        with self.assertRaises(KeyError):
+            netns.address("load", "db")   # no link: wrk never reaches the database
+
+    def test_every_command_stays_inside_our_namespaces(self):
+        ours = set(netns.NAMES.values())
+        for method in ("netem", "delayline"):
+            cmds = netns.setup_commands(method, 1.0) + netns.teardown_commands()
+            if method == "delayline":
+                cmds += netns.tun_commands()
+            for cmd in cmds:
+                with self.subTest(cmd=" ".join(cmd)):
+                    self.assertIn(cmd[0], ("ip", "tc"))
+                    if cmd[1] == "netns":
+                        self.assertIn(cmd[3], ours)
+                    elif cmd[1] == "-n":
+                        self.assertIn(cmd[2], ours)
+                    else:   # ip link add A netns NS type veth peer name B netns NS
+                        self.assertEqual(cmd[:3], ["ip", "link", "add"])
+                        self.assertIn(cmd[cmd.index("netns") + 1], ours)
+                        self.assertIn(cmd[len(cmd) - 1], ours)
+                    for word in cmd:
+                        if "/" in word and word[0].isdigit():
+                            net = netcheck.ipaddress.ip_network(word, strict=False)
+                            self.assertTrue(net.subnet_of(netcheck.BENCH_NET), word)
+
+    def test_netem_on_both_ends_of_both_links(self):
+        cmds = netns.setup_commands("netem", 0.25)
+        qdiscs = [c for c in cmds if c[0] == "tc"]
+        self.assertEqual(len(qdiscs), 4)
+        for c in qdiscs:
+            self.assertEqual(c[c.index("delay") + 1], "250us")
+            self.assertEqual(c[c.index("limit") + 1], str(netns.NETEM_LIMIT))
+        self.assertEqual(netns.delay_arg(1), "1ms")
+        self.assertEqual(netns.delay_arg(5.0), "5ms")
+        self.assertFalse([c for c in netns.setup_commands("netem", 0) if c[0] == "tc"])
+        veths = [c for c in cmds if c[:3] == ["ip", "link", "add"]]
+        self.assertEqual(len(veths), 2)
+
+    def test_delayline_arguments(self):
+        argv = netns.delayline_command("/x/nb-delayline", 0.25)
+        self.assertEqual(argv[:2], ["/x/nb-delayline", "250"])
+        self.assertIn("nb-srv=198.18.1.2,198.18.2.1", argv)
+        self.assertEqual(netns.in_ns("load", ["wrk"]),
+                         ["nsenter", "--net=/run/netns/nb-load", "--", "wrk"])
+
+    def test_caps_and_targets(self):
+        self.assertEqual(bench_netns.caps(1.0, 20, 100), (25000.0, 10000.0, 2.5))
+        self.assertEqual(bench_netns.caps(5.0, 20, 400), (20000.0, 2000.0, 10.0))
+        self.assertEqual(bench_netns.caps(0, 20, 400), (None, None, None))
+        recs = [{"delay_ms": 1.0, "subject": "notesd-pipeline", "valid": True, "rps": 9000},
+                {"delay_ms": 1.0, "subject": "notesd-prepared-pipeline", "valid": True,
+                 "rps": 12000},
+                {"delay_ms": 1.0, "subject": "bun", "valid": True, "rps": 5000},
+                {"delay_ms": 1.0, "subject": "node", "valid": False, "rps": 9999},
+                {"delay_ms": 5.0, "subject": "bun", "valid": True, "rps": 1000}]
+        t = {r["delay_ms"]: r for r in bench_netns.target_rows(recs)}
+        self.assertEqual(t[1.0]["subject"], "notesd-prepared-pipeline")
+        self.assertAlmostEqual(t[1.0]["value"], 2.4)
+        self.assertEqual(t[1.0]["result"], "PASS")
+        self.assertEqual(t[5.0]["result"], "n/a")   # no pipelined figure
+        text = bench_netns.section(recs, {"link": "delayline", "delays_ms": [1.0, 5.0],
+                                          "addresses": netns.addresses(), "pool": 20,
+                                          "connections": 100, "note": "n"})
+        self.assertIn("| 1 | 2 | 25,000 | 10,000 | 2.50 |", text)
+        self.assertIn("| 1 | notesd-prepared-pipeline | 12,000 |", text)
+        self.assertIn("SKIP — needs root", bench_netns.section([], {"skipped": "needs root"}))
+        self.assertEqual(bench_netns.section([], None), "")
 
 
 class H2oTemplate(unittest.TestCase):

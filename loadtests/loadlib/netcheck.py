@@ -4,12 +4,26 @@ and reseed a database on another machine).
 
 Names count as loopback only when they are the fixed loopback names; nothing
 here resolves a name, so nothing here can be fooled by DNS or block on it.
+
+One exception, for loadtests/bench --netns: an address of 198.18.0.0/15 (RFC 2544's
+benchmark range) that is configured, right now, on an interface inside one of the
+benchmark's own network namespaces (NETNS_NAMES), for a connection made from inside
+one of those namespaces (`from_ns`). They exist only on this machine and only while
+the benchmark runs; the host's own interfaces never count, whatever address they
+carry, and from the host's namespace such an address is refused, because there it
+would follow the default route off the machine.
 """
 import ipaddress
+import json
+import os
 import re
+import subprocess
 import urllib.parse
 
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
+# the three-host layout of loadtests/bench --netns: load generator, server, PostgreSQL
+NETNS_NAMES = ("nb-load", "nb-srv", "nb-db")
+BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
 
 
 class NotLoopback(ValueError):
@@ -30,6 +44,54 @@ def is_loopback(host):
         return False
 
 
+def netns_addresses():
+    """The 198.18.0.0/15 addresses configured now on interfaces inside the benchmark's
+    namespaces that exist now (`ip -n NAME -j addr show`; no name is resolved)."""
+    found = set()
+    for name in NETNS_NAMES:
+        if not os.path.exists(f"/run/netns/{name}"):
+            continue
+        try:
+            out = subprocess.run(["ip", "-n", name, "-j", "addr", "show"], capture_output=True,
+                                 text=True, timeout=10).stdout
+            links = json.loads(out or "[]")
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            continue
+        for link in links:
+            for a in link.get("addr_info", []):
+                try:
+                    ip = ipaddress.ip_address(a.get("local", ""))
+                except ValueError:
+                    continue
+                if ip in BENCH_NET:
+                    found.add(str(ip))
+    return found
+
+
+def is_own_netns_address(host, from_ns=None, addresses=None):
+    """True when host is an IPv4 address of 198.18.0.0/15 held now by one of the
+    benchmark's own namespaces and the connection leaves from one of them (`from_ns`,
+    which must exist). `addresses`: the set to check against (for tests); by default
+    netns_addresses(), read at the moment of the check."""
+    if not host or from_ns not in NETNS_NAMES:
+        return False
+    if addresses is None and not os.path.exists(f"/run/netns/{from_ns}"):
+        return False
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    if ip not in BENCH_NET:
+        return False
+    return str(ip) in (netns_addresses() if addresses is None else addresses)
+
+
+def is_local(host, from_ns=None, addresses=None):
+    """is_loopback, or an address of the benchmark's own namespaces while they exist,
+    reached from inside one of them."""
+    return is_loopback(host) or is_own_netns_address(host, from_ns, addresses)
+
+
 def is_loopback_host(host):
     """is_loopback for a database host, where no host (or a directory) means a unix socket."""
     if host is None or host == "" or host.startswith("/"):
@@ -37,12 +99,14 @@ def is_loopback_host(host):
     return is_loopback(host)
 
 
-def require_loopback_url(url, what="URL"):
-    """The URL's host when it is http(s) on loopback; raises NotLoopback otherwise."""
+def require_loopback_url(url, what="URL", from_ns=None, addresses=None):
+    """The URL's host when it is http(s) on loopback, or on one of the benchmark's own
+    namespaces' addresses reached from inside one of them (is_local); raises
+    NotLoopback otherwise."""
     u = urllib.parse.urlsplit(url)
     if u.scheme not in ("http", "https") or not u.hostname:
         raise NotLoopback(f"{what} must be http://host:port (got {url!r})")
-    if not is_loopback(u.hostname):
+    if not is_local(u.hostname, from_ns, addresses):
         raise NotLoopback(f"{what} {u.hostname} is not a loopback address")
     return u.hostname
 
@@ -81,6 +145,9 @@ def db_port(url):
     return int(m.group(1)) if m else 5432
 
 
-def remote_db_hosts(url):
-    """The hosts of a connection string that are not on this machine."""
-    return [h for h in db_hosts(url) if not is_loopback_host(h)]
+def remote_db_hosts(url, from_ns=None, addresses=None):
+    """The hosts of a connection string that are not on this machine (loopback, a unix
+    socket, or, for a client inside one of the benchmark's namespaces, an address of
+    those namespaces while they exist)."""
+    return [h for h in db_hosts(url)
+            if not is_loopback_host(h) and not is_own_netns_address(h, from_ns, addresses)]

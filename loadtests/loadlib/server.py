@@ -176,7 +176,8 @@ def stop_pid(pid, sig=signal.SIGTERM):
         pass
 
 
-def wait_ready(proc, port, path, t0, limit_s=30.0, poll_s=0.001, timeout_s=1.0):
+def wait_ready(proc, port, path, t0, limit_s=30.0, poll_s=0.001, timeout_s=1.0,
+               host="127.0.0.1"):
     """Polls GET path every `poll_s` from t0 (taken right before the spawn) until it
     answers 200; returns seconds since t0. Raises NotReady when the process exits or
     `limit_s` passes first."""
@@ -184,7 +185,7 @@ def wait_ready(proc, port, path, t0, limit_s=30.0, poll_s=0.001, timeout_s=1.0):
         if proc.poll() is not None:
             raise NotReady(f"exited with status {proc.returncode} before answering")
         try:
-            status, _, _ = http_get(port, path, timeout=timeout_s)
+            status, _, _ = http_get(port, path, timeout=timeout_s, host=host)
             if status == 200:
                 return time.monotonic() - t0
         except OSError:

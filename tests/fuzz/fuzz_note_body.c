@@ -5,8 +5,12 @@
  * What the server stores, it must be able to send back: every accepted field
  * is valid UTF-8 without NUL, and rendering it with JSON.stringify's escapes
  * gives JSON that parses back to the same bytes, within
- * RENDER_JSON_STRING_BOUND.
+ * RENDER_JSON_STRING_BOUND. Lone surrogate escapes are accepted and stored as
+ * U+FFFD: the UTF-8 check proves that no surrogate half (ED A0..BF xx) reaches
+ * a field, and a U+FFFD in a field must come from a \u escape or from the
+ * body's own bytes.
  */
+#define _GNU_SOURCE /* memmem */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +56,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_round_trip(in.title);
         check_round_trip(in.body);
         check_round_trip(in.tag);
+        /* U+FFFD only comes from a \u escape or from the body's own bytes. */
+        if (memmem(body, size, "\\u", 2) == NULL && memmem(body, size, "\xef\xbf\xbd", 3) == NULL &&
+            (strstr(in.title, "\xef\xbf\xbd") != NULL || strstr(in.body, "\xef\xbf\xbd") != NULL ||
+             strstr(in.tag, "\xef\xbf\xbd") != NULL))
+            abort();
         cJSON_Delete(in.json);
     }
     free(body);

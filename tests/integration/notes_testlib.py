@@ -30,6 +30,7 @@ BIN = os.environ.get("NOTESD_BIN") or os.path.join(REPO, "build", "notesd")
 TAGS = ["js", "ts", "node", "bun", "deno", "postgres", "http", "perf"]
 SEED_BODY = "Seeded note body for the JS test. " * 4
 SANITIZED = os.environ.get("NOTESD_SANITIZED", "0") not in ("", "0", "OFF", "FALSE")
+TSAN = os.environ.get("NOTESD_TSAN", "0") not in ("", "0", "OFF", "FALSE")
 
 
 def pg_state():
@@ -102,7 +103,9 @@ def _kill_leftovers():
             proc.wait()
 
 
-LISTENING = re.compile(r"listening on http://\S+:(\d+), metrics on http://\S+:(\d+)/metrics")
+# "listening on http://H:P[ (h2c too)][, https://H:T (h2, http/1.1)], metrics on http://H:M/metrics"
+LISTENING = re.compile(r"listening on http://\S+:(\d+)(?: \(h2c too\))?"
+                       r"(?:, https://\S+:(\d+) \(h2, http/1\.1\))?, metrics on http://\S+:(\d+)/metrics")
 
 
 class Notesd:
@@ -113,7 +116,8 @@ class Notesd:
     def __init__(self, db_url, args=(), env=None, port=None, wrapper=(), ready_timeout=15.0):
         """`port`: kept for callers that choose the port with args; the start-up line says it too."""
         full_env = {k: v for k, v in os.environ.items()
-                    if k not in ("PORT", "HOST", "POOL_MAX", "METRICS_PORT", "PREPARED")}
+                    if k not in ("PORT", "HOST", "POOL_MAX", "METRICS_PORT", "PREPARED",
+                                 "PIPELINE_DEPTH")}
         full_env.update({"DB_URL": db_url, "PORT": "0", "HOST": "127.0.0.1",
                          "METRICS_PORT": "auto", "METRICS_HOST": "127.0.0.1",
                          "LOG_LEVEL": "warn"})
@@ -121,24 +125,29 @@ class Notesd:
         # the library; LeakSanitizer would report them on every run.
         full_env.setdefault("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")
         full_env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        # Under ThreadSanitizer the first race ends the process with status 66,
+        # so every test that checks notesd's exit status also checks for races.
+        full_env.setdefault("TSAN_OPTIONS", "halt_on_error=1:exitcode=66:second_deadlock_stack=1")
         full_env.update(env or {})
         self.proc = subprocess.Popen([*wrapper, BIN, *args], env=full_env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
         _started.append(self.proc)
         self._early = b""  # output read while waiting for the start-up line
-        self.port, self.metrics_port = self._read_ports(ready_timeout)
+        self.port, self.tls_port, self.metrics_port = self._read_ports(ready_timeout)
         if port is not None:
             self.port = port
         poll(self._ready, timeout=ready_timeout, what="notesd to answer /status")
 
     def _read_ports(self, timeout):
-        """(API port, metrics port) from the start-up line, read as it is printed."""
+        """(API port, TLS port or None, metrics port) from the start-up line, read as it is
+        printed."""
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
         while True:
             m = LISTENING.search(self._early.decode(errors="replace"))
             if m:
-                return int(m.group(1)), int(m.group(2))
+                return (int(m.group(1)), int(m.group(2)) if m.group(2) else None,
+                        int(m.group(3)))
             left = deadline - time.monotonic()
             if left <= 0:
                 raise AssertionError(f"no start-up line from notesd: {self._early.decode()}")

@@ -20,11 +20,13 @@ JSON_CT = "application/json; charset=utf-8"
 
 class NotesApiTest(unittest.TestCase):
     prepared = False
+    pipeline = 0
     threads = 1
 
     @classmethod
     def setUpClass(cls):
-        name = "api" + ("_prepared" if cls.prepared else "") + f"_t{cls.threads}"
+        name = ("api" + ("_prepared" if cls.prepared else "") +
+                (f"_pipeline{cls.pipeline}" if cls.pipeline else "") + f"_t{cls.threads}")
         cls.db_url = create_database(name)
         cls.db = db_connect(name)
         cls.static_dir = tempfile.mkdtemp(prefix="notesd-static-")
@@ -38,7 +40,8 @@ class NotesApiTest(unittest.TestCase):
         cls.outside.close()
         os.symlink(cls.outside.name, os.path.join(cls.static_dir, "link.txt"))
         args = (["--prepared"] if cls.prepared else []) + ["--threads", str(cls.threads)]
-        cls.server = Notesd(cls.db_url, args, env={"STATIC_DIR": cls.static_dir})
+        cls.server = Notesd(cls.db_url, args, env={"STATIC_DIR": cls.static_dir,
+                                                   "PIPELINE_DEPTH": str(cls.pipeline)})
         cls.port = cls.server.port
 
     @classmethod
@@ -215,6 +218,18 @@ class NotesApiTest(unittest.TestCase):
                 self.assertEqual(status, 404, body)
                 self.assertNotIn(b"secret", body)
 
+    def test_static_paths_as_express_serves_them(self):
+        # The router ignores case; the file path is resolved as a file path.
+        for path in ("/STATIC/app.min.js", "/Static/./app.min.js", "/static/sub/../app.min.js",
+                     "/static/app%2Emin.js"):
+            with self.subTest(path=path):
+                status, _, body = self.get(path)
+                self.assertEqual((status, body), (200, b"var a=1;" * 1000))
+        # A directory: redirected to its trailing slash, and never listed.
+        status, headers, _ = self.get("/static/sub")
+        self.assertEqual((status, headers["location"]), (301, "/static/sub/"))
+        self.assertEqual(self.get("/static/sub/")[0], 404)
+
     def test_static_answers_carry_server_timing_once(self):
         # Regression: the 404 and 405 of /static used to carry the header twice.
         for method, path, status in (("GET", "/static/app.min.js", 200),
@@ -314,6 +329,19 @@ class KnownLatencyAndTimingTest(unittest.TestCase):
 class PreparedNotesApiTest(NotesApiTest):
     """The same bytes with --prepared (named statements per connection)."""
     prepared = True
+
+
+class PipelineNotesApiTest(NotesApiTest):
+    """The same bytes in pipeline mode (PIPELINE_DEPTH=16: several queries in
+    flight on each connection)."""
+    pipeline = 16
+
+
+class PreparedPipelineNotesApiTest(NotesApiTest):
+    """The same bytes with --prepared in pipeline mode: the statements are
+    prepared in the same pipeline as the first queries."""
+    prepared = True
+    pipeline = 16
 
 
 class TwoLoopsNotesApiTest(NotesApiTest):

@@ -42,8 +42,8 @@ class ConfigTest(unittest.TestCase):
         res = run(["--help"])
         self.assertEqual(res.returncode, 0)
         self.assertIn("usage: notesd", res.stdout)
-        flags = set(re.findall(r"^  --([a-z-]+)", res.stdout, re.M)) - {"help"}
-        envs = set(re.findall(r"^  --[a-z-]+(?: VALUE)?\s+([A-Z_]+)\s", res.stdout, re.M))
+        flags = set(re.findall(r"^  --([a-z0-9-]+)", res.stdout, re.M)) - {"help"}
+        envs = set(re.findall(r"^  --[a-z0-9-]+(?: VALUE)?\s+([A-Z0-9_]+)\s", res.stdout, re.M))
         rows = readme_table("## Configuration", "flag")
         self.assertEqual({r[0].strip("`").lstrip("-") for r in rows}, flags)
         self.assertEqual({r[1].strip("`") for r in rows}, envs)
@@ -70,6 +70,8 @@ class ConfigTest(unittest.TestCase):
             (["--port", "70000"], {}, "not an integer in 0..65535"),
             (["--pool-max", "0"], {}, "not an integer in 1..1000"),
             (["--pool-max=-3"], {}, "not an integer"),
+            (["--pipeline", "257"], {}, "not an integer in 0..256"),
+            ([], {"PIPELINE_DEPTH": "-1"}, "PIPELINE_DEPTH: '-1' is not an integer in 0..256"),
             ([], {"LOG_LEVEL": "loud"}, "not one of error, warn, info, debug"),
             (["--prepared=maybe"], {}, "not a boolean"),
             ([], {"DB_URL": ""}, "DB_URL is not set"),
@@ -106,6 +108,15 @@ class ConfigTest(unittest.TestCase):
             self.assertIn("notes_db_pool_max_connections 3\n", server.metrics())
         finally:
             self.assertEqual(server.stop(), 0)
+
+    def test_the_start_up_line_names_the_statements_and_the_pipeline(self):
+        for args, words in ((["--pipeline", "8"], "(unnamed statements, pipeline 8)"),
+                            (["--prepared", "--pipeline=4"], "(prepared statements, pipeline 4)"),
+                            ([], "(unnamed statements), max connections")):
+            with self.subTest(args=args):
+                server = Notesd(self.db_url, args=args, env={"LOG_LEVEL": "info"})
+                self.assertEqual(server.stop(), 0)
+                self.assertIn(words, server.output)
 
     def test_password_never_appears_in_the_log(self):
         url = self.db_url.replace("postgres@", "postgres:s3cretpw@")

@@ -4,15 +4,19 @@ ports the kernel picks, prompt exits with work in flight (one loop and three),
 clients that leave before their answer, and /primes's default limit. Each test
 prints the figures it measured."""
 import os
+import shutil
 import signal
 import socket
+import ssl
 import struct
+import tempfile
 import threading
 import time
 import unittest
 
 from notes_testlib import (SANITIZED, Notesd, create_database, db_connect, main, poll, proc_stat,
                            request)
+from test_fixture import make_certificate
 from test_metrics import parse, value
 
 # The fd limit the admission tests run under: small enough that a hundred
@@ -93,8 +97,8 @@ class AdmissionTest(unittest.TestCase):
         try:
             m = parse(server.metrics())
             limit = int(value(m, "notes_http_connections_max"))
-            # The default: RLIMIT_NOFILE - POOL_MAX - 8 per loop - 24.
-            self.assertEqual(limit, NOFILE - 2 - 8 - 24)
+            # The default: RLIMIT_NOFILE - POOL_MAX - 10 per loop - 24.
+            self.assertEqual(limit, NOFILE - 2 - 10 - 24)
             socks = open_connections(server.port, 100)
             poll(lambda: value(parse(server.metrics()), "notes_http_connections") >= limit,
                  what="the API port full")
@@ -116,6 +120,50 @@ class AdmissionTest(unittest.TestCase):
             self.assertEqual(request(server.port, "GET", "/status")[0], 200)
         finally:
             close_all(socks)
+            self.assertEqual(server.stop(), 0, server.output)
+
+    def test_tls_connections_count_toward_max_connections(self):
+        """The TLS listener draws on its loop's share of MAX_CONNECTIONS with the
+        API one: two plain and two TLS connections fill a limit of 4, a client
+        on either port then waits in the backlog, and each close lets one in."""
+        tmp = tempfile.mkdtemp(prefix="notesd-tls-")
+        cert, key = make_certificate(tmp)
+        server = Notesd(self.db_url, args=["--tls-port", "auto", "--tls-cert", cert,
+                                           "--tls-key", key],
+                        env={"POOL_MAX": "2", "MAX_CONNECTIONS": "4"})
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+
+        def accepted():
+            return value(parse(server.metrics()), "notes_http_connections_accepted_total")
+
+        socks = []
+        try:
+            self.assertIsNotNone(server.tls_port)
+            before = accepted()
+            socks = open_connections(server.port, 2)
+            for _ in range(2):
+                raw = socket.create_connection(("127.0.0.1", server.tls_port), timeout=10)
+                socks.append(ctx.wrap_socket(raw))  # the handshake needs the accept
+            poll(lambda: accepted() == before + 4, what="four connections accepted")
+            waiting_tls = socket.create_connection(("127.0.0.1", server.tls_port), timeout=10)
+            waiting_plain = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            socks += [waiting_tls, waiting_plain]
+            waiting_plain.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertIsNone(answer_within(waiting_plain, 0.5))
+            self.assertEqual(accepted(), before + 4, "a fifth connection was accepted")
+            m = parse(server.metrics())
+            self.assertEqual(value(m, "notes_http_connections_max"), 4)
+            self.assertGreaterEqual(
+                value(m, "notes_http_accept_paused_total", reason="max_connections"), 1)
+            socks[2].close()  # a TLS one
+            socks[0].close()  # a plain one
+            poll(lambda: accepted() == before + 6, what="both waiting clients accepted")
+            self.assertTrue(answer_within(waiting_plain, 10).startswith(b"HTTP/1.1 200 "))
+            figure("MAX_CONNECTIONS=4: 2 plain + 2 TLS open, the next on either port waited")
+        finally:
+            close_all(socks)
+            shutil.rmtree(tmp, ignore_errors=True)
             self.assertEqual(server.stop(), 0, server.output)
 
     def test_out_of_descriptors_accepting_pauses_instead_of_spinning(self):

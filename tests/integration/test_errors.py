@@ -51,7 +51,9 @@ CASES = [
     ("post_raw_newline", "POST", "/notes", '{"title":"a\nb","body":"b","tag":"t"}', JSON, 400, "control character"),
     ("post_bad_utf8", "POST", "/notes", b'{"title":"\xff","body":"b","tag":"t"}', JSON, 400, "UTF-8"),
     ("post_overlong_utf8", "POST", "/notes", b'{"title":"\xc0\xaf","body":"b","tag":"t"}', JSON, 400, "UTF-8"),
-    ("post_lone_surrogate", "POST", "/notes", '{"title":"\\ud800","body":"b","tag":"t"}', JSON, 400, "not valid JSON"),
+    ("post_bad_escape", "POST", "/notes", '{"title":"\\x41","body":"b","tag":"t"}', JSON, 400, "not valid JSON"),
+    ("post_charset_latin1", "POST", "/notes", json.dumps(GOOD), {"Content-Type": "application/json; charset=iso-8859-1"}, 415, "unsupported charset"),
+    ("post_encoding_unknown", "POST", "/notes", json.dumps(GOOD), {**JSON, "Content-Encoding": "compress"}, 415, "unsupported content encoding"),
     ("post_no_content_type", "POST", "/notes", json.dumps(GOOD), {}, 415, "application/json"),
     ("post_text_plain", "POST", "/notes", json.dumps(GOOD), {"Content-Type": "text/plain"}, 415, "application/json"),
     ("post_form", "POST", "/notes", "title=a", {"Content-Type": "application/x-www-form-urlencoded"}, 415, "application/json"),
@@ -63,6 +65,7 @@ CASES = [
     # routes and methods
     ("unknown_route", "GET", "/nope", None, None, 404, "not found"),
     ("unknown_nested", "GET", "/notes/1/2", None, None, 404, "not found"),
+    ("dot_segment", "GET", "/notes/./1", None, None, 404, "not found"),
     ("primes_too_big", "GET", "/primes?below=999999999999", None, None, 400, "below"),
     ("primes_not_number", "GET", "/primes?below=abc", None, None, 400, "below"),
     ("primes_empty", "GET", "/primes?below=", None, None, 400, "below"),

@@ -120,6 +120,7 @@ static void reset_config(void)
     config.query_timeout_ms = 30000;
     config.pool_idle_timeout_ms = 10000;
     config.prepared = 0;
+    config.pipeline_depth = 0;
     /* Discarded connections are logged as warnings; the checks below say more. */
     log_level_current = LOG_ERROR;
 }
@@ -207,10 +208,12 @@ static void pool_configure_opens_no_connection(void)
     CHECK(pool_is_empty(&pool));
     CHECK(!pool_has_live_connection(&pool));
     CHECK_INT_EQ(pool.max, 20);
-    /* With --prepared, each new connection prepares the statements. */
-    CHECK(pool.setup_sql != NULL &&
-          strstr(pool.setup_sql, "prepare test_one as select $1::int;") == pool.setup_sql);
-    CHECK(pool.setup_sql != NULL && strstr(pool.setup_sql, "prepare test_two as select 2;"));
+    /* With --prepared, each new connection prepares the statements, in pipeline
+     * mode so that the first query follows the prepares without a round trip. */
+    CHECK_INT_EQ(pool.pgparams.nprepare, NSTATEMENTS);
+    CHECK(pool.pgparams.prepare == statements);
+    CHECK_INT_EQ(pool.pgparams.pipeline, 1);
+    CHECK_INT_EQ(pool.per_conn, 1); /* but still one query at a time per connection */
     pool_finish(&pool, loop);
 }
 
@@ -249,8 +252,9 @@ static void connection_parameters_carry_the_session_settings(void)
     CHECK_STR_EQ(param(&pool, "client_encoding", &after_url), "UTF8");
     CHECK(after_url);
     CHECK_STR_EQ(param(&pool, "sslmode", &after_url), "disable");
-    CHECK(!after_url);             /* the URL may ask for TLS */
-    CHECK(pool.setup_sql == NULL); /* no set-up round trip without --prepared */
+    CHECK(!after_url);                       /* the URL may ask for TLS */
+    CHECK_INT_EQ(pool.pgparams.nprepare, 0); /* nothing to prepare without --prepared */
+    CHECK_INT_EQ(pool.pgparams.pipeline, 0); /* nor pipeline mode without --pipeline */
     pool_finish(&pool, loop);
 
     /* PGOPTIONS would be hidden by the options keyword: it is merged instead. */
@@ -577,6 +581,42 @@ static void silent_database_connect_timeout_fails_waiting_queries(void)
     close(lfd);
 }
 
+/* With --pipeline N one connection carries N queries, so the pool opens one
+ * connection per N waiters, not one per waiter; and each waiter still gets
+ * exactly one callback when the connects fail. */
+static void pipeline_opens_a_connection_per_depth_waiters(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    char url[128];
+    test_query_t t[20];
+    int port, lfd = silent_listener(&port);
+
+    snprintf(url, sizeof(url), "postgresql://nobody@127.0.0.1:%d/none", port);
+    reset_config();
+    config.pipeline_depth = 8;
+    config.pool_connect_timeout_ms = 100;
+    CHECK_INT_EQ(pool_open(&pool, loop, url), 0);
+    CHECK_INT_EQ(pool.per_conn, 8);
+    CHECK_INT_EQ(pool.pgparams.pipeline, 1);
+    for (int i = 0; i < 20; i++) {
+        query_init(&t[i], 0);
+        CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
+    }
+    CHECK_LISTS(&pool, 3, 0, 0, 20); /* ceil(20 / 8) */
+    CHECK_INT_EQ(pool.in_flight, 0);
+    CHECK(wait_for_callbacks(loop, 20));
+    for (int i = 0; i < 20; i++) {
+        CHECK_INT_EQ(t[i].calls, 1);
+        CHECK_INT_EQ(t[i].err, POOL_ERR_UNAVAILABLE);
+    }
+    CHECK_LISTS(&pool, 0, 0, 0, 0);
+    CHECK(run_until(loop, retry_timer_idle, &pool));
+    CHECK_INT_EQ(callbacks, 20);
+    pool_finish(&pool, loop);
+    close(lfd);
+}
+
 /* Graceful shutdown: queries already queued still get their one answer. */
 static void shutdown_lets_waiting_queries_finish(void)
 {
@@ -669,7 +709,8 @@ static void unset_environment(void)
     char names[] =
         "CLIENT_TIMEOUT_MS DB_URL HOST LAG_INTERVAL_MS LOG_LEVEL MAX_BODY_BYTES "
         "METRICS_HOST METRICS_PORT PGCONNECT_TIMEOUT PGHOST PGHOSTADDR PGOPTIONS PGPORT PGSERVICE "
-        "PGSSLMODE POOL_ACQUIRE_TIMEOUT_MS POOL_CONNECT_TIMEOUT_MS POOL_IDLE_TIMEOUT_MS "
+        "PGSSLMODE PIPELINE_DEPTH POOL_ACQUIRE_TIMEOUT_MS POOL_CONNECT_TIMEOUT_MS "
+        "POOL_IDLE_TIMEOUT_MS "
         "POOL_MAX POOL_QUEUE_MAX PORT PREPARED PRIMES_MAX QUERY_TIMEOUT_MS "
         "SERVER_TIMING SHUTDOWN_TIMEOUT_MS STATIC_DIR";
     char *save = NULL;
@@ -694,6 +735,7 @@ int main(void)
     CHECK_RUN(cancelled_waiting_query_gets_no_callback);
     CHECK_RUN(silent_database_times_out_waiting_queries);
     CHECK_RUN(silent_database_connect_timeout_fails_waiting_queries);
+    CHECK_RUN(pipeline_opens_a_connection_per_depth_waiters);
     CHECK_RUN(shutdown_lets_waiting_queries_finish);
     CHECK_RUN(shutdown_empties_the_pool_within_the_connect_timeout);
     return check_summary();

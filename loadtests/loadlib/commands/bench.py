@@ -1,14 +1,19 @@
 """loadtests/bench: notesd against its physical limits and its peers, in one run.
 
   loadtests/bench [--rounds 3] [--duration 20s] [--warmup 5s] [--connections 100]
-                  [--subjects notesd,notesd-prepared,h2o,pgbench,node,bun,deno]
+                  [--subjects notesd,notesd-prepared,notesd-pipeline,...,pgbench,node,bun,deno]
                   [--tests json,hello,status,static,read,write,mixed]
                   [--threads 1,2] [--out DIR] [--quick]
+                  [--sweep] [--netns [--delays 0.25,1,5]] [--cleanup]
 
 Limits: h2o's own server (Debian's h2o 2.2.5) serving notesd's bytes from
 files for /json, /, /status and /static; pgbench running notesd's statements
-with as many connections as notesd's pool for the read, write and mixed mixes.
-Peers: the Express app of loadtests/peers on Node, Bun and Deno.
+with as many connections as notesd's pool for the read, write and mixed mixes,
+on the server's core and on the database's core, plain and pipelined, and the
+modelled ceiling of the database's core. Peers: the Express app of
+loadtests/peers on Node, Bun and Deno. After the rounds, --sweep (1 to 1000
+connections; bench_sweep.py) and --netns (three network namespaces with a
+network delay; bench_netns.py).
 
 Layout: the server under test on CPU 1, wrk and the private PostgreSQL on CPU 0
 (pgbench, which plays the server's part, on CPU 1). Every subject starts once
@@ -35,8 +40,10 @@ import sys
 import tempfile
 import time
 
-from loadlib import mixes, pg, pgbench, procs, prom, server
+from loadlib import mixes, netns, pg, pgbench, procs, prom, server
+from loadlib.commands import bench_netns as netns_bench
 from loadlib.commands import bench_report as report
+from loadlib.commands import bench_sweep as sweep
 from loadlib.quantile import percentile
 from loadlib.sampler import RssSampler
 from loadlib.report import write_json
@@ -46,7 +53,8 @@ LOADTESTS = server.LOADTESTS
 REPO = server.REPO
 BENCH_D = os.path.join(LOADTESTS, "bench.d")
 
-ALL_SUBJECTS = ["notesd", "notesd-prepared", "h2o", "pgbench", "node", "bun", "deno"]
+ALL_SUBJECTS = ["notesd", "notesd-prepared", "notesd-pipeline", "notesd-prepared-pipeline", "h2o",
+                "pgbench", "node", "bun", "deno"]
 ALL_TESTS = ["json", "hello", "status", "static", "read", "write", "mixed"]
 HTTP_TESTS, DB_TESTS, PEERS = report.HTTP_TESTS, report.DB_TESTS, report.PEERS
 WRK_SCRIPT = os.path.join(LOADTESTS, "wrk", "notes.lua")
@@ -60,10 +68,25 @@ PGBENCH_MIXES = {
     "mixed": [("get_note", 56), ("list_by_tag", 24), ("insert_note", 10), ("update_note", 10)],
 }
 SERVER_CPU, LOAD_CPU = {1}, {0}
+# queries notesd-pipeline keeps in flight per connection (--pipeline), and the
+# statements per \startpipeline ... \endpipeline block of the pipelined pgbench
+PIPELINE_DEPTH = 16
+# pgbench as a limit: label -> (-M mode, where it runs, statements per pipeline or None).
+# "server": CPU 1, the server's core (the first figure this benchmark had);
+# "db": CPU 0 with PostgreSQL, exactly where wrk sits in the HTTP runs.
+PGBENCH_VARIANTS = {
+    "pgbench": ("extended", "server", None),
+    "pgbench-prepared": ("prepared", "server", None),
+    "pgbench-dbcore": ("extended", "db", None),
+    "pgbench-prepared-dbcore": ("prepared", "db", None),
+    "pgbench-pipeline": ("extended", "db", PIPELINE_DEPTH),
+    "pgbench-prepared-pipeline": ("prepared", "db", PIPELINE_DEPTH),
+}
+PIPELINE_SUBJECTS = ("notesd-pipeline", "notesd-prepared-pipeline")
 PORT_BASE, METRICS_BASE = 18300, 19300
 DEFAULT_PGDATA, DEFAULT_PGPORT = "/tmp/bench-pg/pgdata", "55450"
 PORT_SLOT = {"sample": 0, "notesd": 1, "notesd-prepared": 2, "h2o": 3, "node": 4, "bun": 5,
-             "deno": 6}
+             "deno": 6, "notesd-pipeline": 7, "notesd-prepared-pipeline": 8}
 
 
 def ms(lag, key):
@@ -105,6 +128,16 @@ def thread_list(text):
         raise argparse.ArgumentTypeError("a list of thread counts like 1,2")
     if not items or items[0] < 1:
         raise argparse.ArgumentTypeError("thread counts start at 1")
+    return items
+
+
+def delay_list(text):
+    try:
+        items = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("one-way delays in milliseconds like 0.25,1,5")
+    if not items or any(d < 0 or d > 1000 for d in items):
+        raise argparse.ArgumentTypeError("delays from 0 to 1000 ms")
     return items
 
 
@@ -189,7 +222,7 @@ class Server:
         if subject == "h2o":
             self.tests = [t for t in bench.tests if t in HTTP_TESTS]
             self.metrics_port = None
-        elif subject == "notesd-prepared":
+        elif subject in ("notesd-prepared",) + PIPELINE_SUBJECTS:
             self.tests = [t for t in bench.tests if t in DB_TESTS]
         else:
             self.tests = list(bench.tests)
@@ -206,8 +239,10 @@ class Server:
             base = {k: v for k, v in base.items() if k not in b.notesd_vars}
         env = server.target_env(runtime, base, b.db.url, self.port, self.metrics_port, pool_max=b.args.pool)
         cmd, cwd = server.target_command(runtime, b.notesd)
-        if self.subject == "notesd-prepared":
+        if self.subject in ("notesd-prepared", "notesd-prepared-pipeline"):
             env["PREPARED"] = "1"
+        if self.subject in PIPELINE_SUBJECTS:
+            cmd += ["--pipeline", str(PIPELINE_DEPTH)]
         if runtime == "native" and self.threads > 1:
             cmd += ["--threads", str(self.threads)]
         return cmd, env, cwd
@@ -254,6 +289,9 @@ class Bench:
         self.tests = args.tests
         self.notes = []
         self.runs, self.startups, self.preflight = [], [], {}
+        self.sweep_runs, self.netns_runs, self.netns_setup = [], [], None
+        self.netns_active = None  # (layout, database) while --netns has namespaces up
+        self.pipeline_depth = PIPELINE_DEPTH
         self.current = None
         self.out = os.path.abspath(args.out)
         self.logdir = os.path.join(self.out, "logs")
@@ -278,10 +316,18 @@ class Bench:
         if "pgbench" in self.subjects and not os.access(self.pgbench, os.X_OK):
             sys.exit("bench: pgbench not found (apt-get install -y postgresql-contrib)")
         self.setup_notesd()
+        self.skipped = {}
+        if not self.notesd_pipeline:
+            for s in PIPELINE_SUBJECTS:
+                if s in self.subjects:
+                    self.subjects.remove(s)
+                    self.skipped[s] = ("notesd --help lists no --pipeline: this build has no "
+                                       "pipelined mode")
+                    log(f"{s}: SKIP ({self.skipped[s]})")
         self.setup_peers()
         self.db = Database(None if a.pg_cpus == "all" else LOAD_CPU)
         self.thread_counts = [1]
-        if any(n > 1 for n in a.threads):
+        if a.rounds and any(n > 1 for n in a.threads):  # no rounds (--rounds 0): no curve
             if self.notesd_threads:
                 self.thread_counts = sorted({1} | set(a.threads))  # 1 thread: the targets'
             else:
@@ -306,6 +352,7 @@ class Bench:
         self.notesd_src, self.notesd_sha256 = src, sha256(self.notesd)
         helptext = sh([self.notesd, "--help"])
         self.notesd_threads = re.search(r"^\s*--threads\b", helptext, re.M) is not None
+        self.notesd_pipeline = re.search(r"^\s*--pipeline\b", helptext, re.M) is not None
         self.notesd_vars = set(re.findall(r"^\s*--[a-z-]+(?: VALUE)?\s+([A-Z][A-Z_]+)\s",
                                           helptext, re.M))
 
@@ -327,8 +374,8 @@ class Bench:
         for n in self.thread_counts:
             for s in self.subjects:
                 if s == "pgbench":
-                    if n == 1 and any(t in DB_TESTS for t in self.tests):
-                        units += [("pgbench", "extended"), ("pgbench", "prepared")]
+                    if n == 1 and self.args.rounds and any(t in DB_TESTS for t in self.tests):
+                        units += [("pgbench", v) for v in self.pgbench_variants()]
                     continue
                 if n > 1 and s not in ("notesd", "notesd-prepared", "h2o"):
                     continue
@@ -336,6 +383,27 @@ class Bench:
                 if srv.tests:
                     units.append(("server", srv))
         return units
+
+    def pgbench_variants(self):
+        """The pgbench limits this run needs: both cores, both modes; the pipelined
+        ones when a pipelined notesd subject was asked for (even if this notesd
+        cannot pipeline: the limit is worth knowing)."""
+        piped = any(s in self.args.subjects for s in PIPELINE_SUBJECTS)
+        return [v for v, (_, _, depth) in PGBENCH_VARIANTS.items() if piped or depth is None]
+
+    def pgbench_script(self, script, depth):
+        """Path of a pgbench script: the one of bench.d, or for a pipeline a copy made
+        of `depth` of its statements between \\startpipeline and \\endpipeline."""
+        path = os.path.join(BENCH_D, script + ".sql")
+        if not depth:
+            return path
+        out = os.path.join(self.tmp, f"{script}-pipeline{depth}.sql")
+        if not os.path.exists(out):
+            with open(path) as f:
+                text = pipeline_script(f.read(), depth)
+            with open(out, "w") as f:
+                f.write(text)
+        return out
 
     def h2o_config(self, threads, port):
         with open(os.path.join(BENCH_D, "h2o.conf.in")) as f:
@@ -416,14 +484,14 @@ class Bench:
                 problems += self.expect(srv, "PUT", "/notes/1", 200, json_ct, send=note)
         return problems
 
-    def check_pgbench(self, mode):
+    def check_pgbench(self, variant):
         problems = []
         for test in ("read", "write"):
-            res = toolrun.run_measured(self.pgbench_cmd(mode, test, None, transactions=20),
+            res = toolrun.run_measured(self.pgbench_cmd(variant, test, None, transactions=20),
                                        timeout=60)
             if res["rc"] != 0 or pgbench.parse_pgbench(res["output"])["failed"]:
                 last = res["output"].strip().splitlines()[-1:] or ["no output"]
-                problems.append(f"pgbench -M {mode} ({test}): exit {res['rc']}: {last[0]}")
+                problems.append(f"{variant} ({test}): exit {res['rc']}: {last[0]}")
         return problems
 
     def check_all(self):
@@ -434,7 +502,7 @@ class Bench:
         for kind, unit in self.units:
             if kind == "pgbench":
                 problems = self.check_pgbench(unit)
-                name = f"pgbench -M {unit}"
+                name = unit
             else:
                 name = unit.label
                 try:
@@ -456,14 +524,18 @@ class Bench:
 
     # -------------------------------------------------------- runs
 
-    def wrk_cmd(self, mode, port, duration):
-        return ["taskset", "-c", ",".join(str(c) for c in sorted(LOAD_CPU)), "wrk", "-t1",
-                f"-c{self.args.connections}", f"-d{duration}s", "--latency", "-s", WRK_SCRIPT,
-                f"http://127.0.0.1:{port}"]
+    def wrk_cmd(self, mode, port, duration, connections=None, host="127.0.0.1", prefix=()):
+        """wrk on the load CPU; `prefix` runs it elsewhere (inside a namespace)."""
+        return list(prefix) + [
+            "taskset", "-c", ",".join(str(c) for c in sorted(LOAD_CPU)), "wrk", "-t1",
+            f"-c{connections or self.args.connections}", f"-d{duration}s", "--latency", "-s",
+            WRK_SCRIPT, f"http://{host}:{port}"]
 
-    def pgbench_cmd(self, mode, test, duration, log_prefix=None, transactions=None):
+    def pgbench_cmd(self, variant, test, duration, log_prefix=None, transactions=None):
         db = self.db
-        cmd = ["taskset", "-c", ",".join(str(c) for c in sorted(SERVER_CPU)), self.pgbench,
+        mode, where, depth = PGBENCH_VARIANTS[variant]
+        cpus = SERVER_CPU if where == "server" else LOAD_CPU
+        cmd = ["taskset", "-c", ",".join(str(c) for c in sorted(cpus)), self.pgbench,
                "-n", "-h", db.host, "-p", db.port, "-U", db.user,
                "-c", str(self.args.pool if transactions is None else 1), "-j", "1",
                "-M", mode]
@@ -472,7 +544,7 @@ class Bench:
             cmd += ["-D", f"tag{i}={tag}"]
         cmd += ["-D", "title=Note from wrk thread 1 req 100000", "-D", f"body={NOTE_BODY}"]
         for script, weight in PGBENCH_MIXES[test]:
-            cmd += ["-f", f"{os.path.join(BENCH_D, script + '.sql')}@{weight}"]
+            cmd += ["-f", f"{self.pgbench_script(script, depth)}@{weight}"]
         if log_prefix:
             cmd += ["--log", f"--log-prefix={log_prefix}"]
         return cmd + [db.dbname]
@@ -565,17 +637,19 @@ class Bench:
         self.deltas(before, after, rec, requests, res["cpu_s"])
         return rec
 
-    def run_pgbench(self, rnd, mode, test):
+    def run_pgbench(self, rnd, label, test):
         a = self.args
-        label = "pgbench" if mode == "extended" else "pgbench-prepared"
-        rec = {"round": rnd, "subject": label, "label": label, "threads": 1, "test": test}
+        mode, where, depth = PGBENCH_VARIANTS[label]
+        rec = {"round": rnd, "subject": label, "label": label, "threads": 1, "test": test,
+               "mode": mode, "cpu": "db" if where == "db" else "server",
+               "statements_per_tx": depth or 1}
         if not a.no_reset:
             self.db.reset()
-        warm = toolrun.run_measured(self.pgbench_cmd(mode, test, a.warmup),
+        warm = toolrun.run_measured(self.pgbench_cmd(label, test, a.warmup),
                                     timeout=a.warmup + 60)
         rec["warmup"] = pgbench.parse_pgbench(warm["output"])
         logdir = tempfile.mkdtemp(prefix="pgbench-log-", dir=self.tmp)
-        cmd = self.pgbench_cmd(mode, test, a.duration, os.path.join(logdir, "tx"))
+        cmd = self.pgbench_cmd(label, test, a.duration, os.path.join(logdir, "tx"))
         rec["command"] = " ".join(cmd)
         before = self.begin(None)
         res = toolrun.run_measured(cmd, timeout=a.duration + 60,
@@ -594,14 +668,18 @@ class Bench:
             reason = f"{p['failed']} failed transactions"
         elif not lat:
             reason = "no per-transaction log"
-        requests = p["transactions"] or 0
+        # a pipelined transaction is `depth` statements: req/s counts statements, as
+        # notesd's counts requests; the latencies stay per transaction (per pipeline)
+        requests = (p["transactions"] or 0) * (depth or 1)
         rec.update(valid=reason is None, invalid_reason=reason, requests=requests,
-                   rps=p["tps"], p50_ms=percentile(lat, 50),
+                   rps=p["tps"] * (depth or 1) if p["tps"] is not None else None,
+                   p50_ms=percentile(lat, 50),
                    p95_ms=percentile(lat, 95), p99_ms=percentile(lat, 99),
                    max_ms=lat[-1] if lat else None, rss_peak_bytes=res["maxrss_bytes"],
                    lag_mean_ms=None, lag_max_ms=None)
         # pgbench is both the load and the "server": its CPU is the server figure
         self.deltas(before, after, rec, requests, 0.0)
+        rec["loadgen_cpu_us_per_req"] = None  # no load generator apart from pgbench
         rec["server_cpu_s"] = res["cpu_s"]
         rec["server_util"] = round(res["cpu_s"] / rec["elapsed_s"], 3)
         rec["cpu_us_per_req"] = 1e6 * res["cpu_s"] / requests if requests else None
@@ -664,14 +742,19 @@ class Bench:
         return per_round * a.rounds
 
     def run(self):
-        log(f"{len(self.units)} subjects × up to {len(self.tests)} tests × {self.args.rounds} "
-            f"round(s): about {self.estimate() / 60:.0f} min")
+        if self.args.rounds:
+            log(f"{len(self.units)} subjects × up to {len(self.tests)} tests × "
+                f"{self.args.rounds} round(s): about {self.estimate() / 60:.0f} min")
         for rnd in range(1, self.args.rounds + 1):
             order = self.units if rnd % 2 == 1 else list(reversed(self.units))
-            names = [u.label if k == "server" else f"pgbench-{u}" for k, u in order]
+            names = [u.label if k == "server" else u for k, u in order]
             log(f"round {rnd}/{self.args.rounds}: {', '.join(names)}")
             for kind, unit in order:
                 self.run_unit(rnd, kind, unit)
+        if self.args.sweep:
+            sweep.run(self, Server, log)
+        if self.args.netns:
+            netns_bench.run(self, log, SERVER_CPU, LOAD_CPU)
 
     # -------------------------------------------------------- output
 
@@ -708,9 +791,9 @@ class Bench:
             "rounds": a.rounds, "duration_s": a.duration, "warmup_s": a.warmup,
             "connections": a.connections, "pool": a.pool, "tests": self.tests,
             "threads": getattr(self, "thread_counts", [1]),
-            "order": [u.label if k == "server" else
-                      ("pgbench" if u == "extended" else "pgbench-prepared")
-                      for k, u in getattr(self, "units", [])],
+            "order": [u.label if k == "server" else u for k, u in getattr(self, "units", [])],
+            "skipped": getattr(self, "skipped", {}),
+            "pipeline_depth": PIPELINE_DEPTH,
             "host": {"cpu_model": model, "cpus": os.cpu_count(), "kernel": platform.release(),
                      "loadavg": open("/proc/loadavg").read().split()[:3]},
             "notesd": {"path": getattr(self, "notesd_src", a.notesd),
@@ -735,14 +818,16 @@ class Bench:
         summary, ratios, targets, scaling = self.results()
         data = {"meta": self.meta(), "notes": self.notes, "preflight": self.preflight,
                 "runs": self.runs, "startups": self.startups, "summary": summary,
-                "ratios": ratios, "targets": targets, "scaling": scaling}
+                "ratios": ratios, "targets": targets, "scaling": scaling,
+                "ceilings": report.ceiling_rows(summary, self.tests),
+                "sweep": self.sweep_runs, "netns": self.netns_runs,
+                "netns_setup": self.netns_setup}
         write_json(os.path.join(self.out, "bench.json"), data, indent=1, ensure_ascii=False)
         return data
 
     def finish(self):
         data = self.save()
-        text = report.markdown(data["meta"], data["summary"], data["ratios"], data["targets"],
-                               data["scaling"], self.runs, self.notes)
+        text = render(data, self.out)
         with open(os.path.join(self.out, "report.md"), "w") as f:
             f.write(text)
         print(text)
@@ -753,21 +838,43 @@ class Bench:
         toolrun.stop_live()
         if self.current is not None:
             self.current.stop()
+            self.current = None
+        netns_bench.teardown(self)
         if hasattr(self, "db"):
             self.db.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def pipeline_script(text, depth):
+    """A pgbench script that sends `depth` of the script's statements in one pipeline:
+    its commands (comments dropped) repeated between \\startpipeline and \\endpipeline,
+    so every statement draws its own random values and the SQL text stays the same."""
+    body = [line for line in text.splitlines()
+            if line.strip() and not line.lstrip().startswith("--")]
+    return "\n".join(["\\startpipeline"] + body * depth + ["\\endpipeline"]) + "\n"
+
+
+def render(data, out_dir):
+    """The Markdown report of a bench.json's data, figures recomputed from the raw runs;
+    the sweep's charts are written into out_dir."""
+    runs, startups, meta = data["runs"], data["startups"], data["meta"]
+    tests = meta["tests"]
+    summary = report.summarize(runs, startups)
+    extra = [sweep.section(data.get("sweep") or [], out_dir),
+             netns_bench.section(data.get("netns") or [], data.get("netns_setup"))]
+    return report.markdown(meta, summary, report.ratio_rows(summary, tests),
+                           report.target_rows(summary, tests),
+                           report.scaling_rows(summary, tests, meta["threads"]),
+                           runs, data["notes"], ceilings=report.ceiling_rows(summary, tests),
+                           extra=extra)
+
+
 def rerender(path):
     with open(path) as f:
         data = json.load(f)
-    runs, startups, meta = data["runs"], data["startups"], data["meta"]
-    summary = report.summarize(runs, startups)
-    text = report.markdown(meta, summary, report.ratio_rows(summary, meta["tests"]),
-                           report.target_rows(summary, meta["tests"]),
-                           report.scaling_rows(summary, meta["tests"], meta["threads"]),
-                           runs, data["notes"])
-    with open(os.path.join(os.path.dirname(os.path.abspath(path)), "report.md"), "w") as f:
+    out_dir = os.path.dirname(os.path.abspath(path))
+    text = render(data, out_dir)
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write(text)
     print(text)
     return 0
@@ -802,16 +909,44 @@ def main():
                    help="pin the private PostgreSQL to CPU 0 (default) or leave it unpinned")
     p.add_argument("--no-reset", action="store_true",
                    help="do not reseed the notes table before each database run")
+    p.add_argument("--sweep", action="store_true",
+                   help="after the rounds: /json and the read mix at 1, 10, 100 and 1000 "
+                        "connections for notesd and the peers (req/s, p50, p99, a chart)")
+    p.add_argument("--sweep-connections", type=thread_list, default=[1, 10, 100, 1000],
+                   metavar="N,N,...", help="the sweep's levels (default 1,10,100,1000)")
+    p.add_argument("--netns", action="store_true",
+                   help="after the rounds: the read mix with load, server and PostgreSQL in "
+                        "three network namespaces joined by links with a one-way delay "
+                        "(needs root and iproute2)")
+    p.add_argument("--delays", type=delay_list, default=[0.25, 1.0, 5.0], metavar="MS,MS,...",
+                   help="--netns: one-way delays in milliseconds (default 0.25,1,5)")
+    p.add_argument("--netns-connections", type=int, default=400, metavar="N",
+                   help="--netns: wrk -c (default 400: with a pool of 20 a pipelined server "
+                        "can reach at most connections / (2 × pool) times a pool-capped peer, "
+                        "and the 5 ms target needs 5×)")
+    p.add_argument("--netns-link", choices=["auto", "netem", "delayline"], default="auto",
+                   help="--netns: veth pairs with tc netem, or TUN devices and the user-space "
+                        "delay line of bench.d/delayline.c (auto: netem when the kernel has it)")
+    p.add_argument("--cleanup", action="store_true",
+                   help="run nothing: remove what an interrupted --netns run left (the "
+                        "namespaces nb-load, nb-srv, nb-db, the processes in them, the delay "
+                        "line) and exit")
     p.add_argument("--report-from", metavar="BENCH_JSON",
                    help="run nothing: recompute the figures of a saved bench.json and print "
                         "the report again (written to report.md beside it)")
     args = p.parse_args()
     if args.report_from:
         return rerender(args.report_from)
+    if args.cleanup:
+        for line in netns.cleanup() or ["nothing to remove"]:
+            print(f"bench --cleanup: {line}")
+        return 0
     if args.quick:
-        args.rounds, args.duration, args.warmup = 1, 3, 1
-    if args.rounds < 1 or args.connections < 1 or args.pool < 1:
-        p.error("--rounds, --connections and --pool must be positive")
+        args.rounds, args.duration, args.warmup = (1 if args.rounds else 0), 3, 1
+    if args.connections < 1 or args.pool < 1 or args.netns_connections < 1:
+        p.error("--connections, --netns-connections and --pool must be positive")
+    if args.rounds < 0 or (args.rounds == 0 and not (args.sweep or args.netns)):
+        p.error("--rounds must be positive (0 only with --sweep or --netns: just those)")
     if os.cpu_count() < 2:
         p.error("needs 2 CPUs (server on CPU 1, load and PostgreSQL on CPU 0)")
     if not args.out:

@@ -26,6 +26,26 @@ RUN_METRICS = ["rps", "p50_ms", "p99_ms", "cpu_us_per_req", "server_util", "rss_
                "loadgen_cpu_us_per_req", "cpu0_busy", "cpu1_busy", "other_cores",
                "lag_mean_ms", "lag_max_ms"]
 
+# notesd's database variants, each with its pgbench limits: (label, query mode, pgbench on
+# the server's core, pgbench on the database's core — the same layout as wrk's)
+NOTESD_DB_VARIANTS = [
+    ("notesd", "unnamed (-M extended)", "pgbench", "pgbench-dbcore"),
+    ("notesd-prepared", "prepared (-M prepared)", "pgbench-prepared", "pgbench-prepared-dbcore"),
+    ("notesd-pipeline", "unnamed, pipelined (-M extended)", None, "pgbench-pipeline"),
+    ("notesd-prepared-pipeline", "prepared, pipelined (-M prepared)", None,
+     "pgbench-prepared-pipeline"),
+]
+NOTESD_LABELS = [v[0] for v in NOTESD_DB_VARIANTS]
+# what each pgbench label is, for the tables
+PGBENCH_WHERE = {
+    "pgbench": "-M extended, CPU 1 (the server's core)",
+    "pgbench-prepared": "-M prepared, CPU 1 (the server's core)",
+    "pgbench-dbcore": "-M extended, CPU 0 (the database's core, as wrk)",
+    "pgbench-prepared-dbcore": "-M prepared, CPU 0 (the database's core, as wrk)",
+    "pgbench-pipeline": "-M extended, pipelines of 16, CPU 0",
+    "pgbench-prepared-pipeline": "-M prepared, pipelines of 16, CPU 0",
+}
+
 MIB = 1024 * 1024
 # other processes' CPU use (cores) above which a run counts as disturbed
 NOISY_CORES = 0.25
@@ -118,8 +138,9 @@ def limit_of(label, test):
     """The physical limit a notesd variant is compared with on a test."""
     if test in HTTP_TESTS:
         return "h2o"
-    if label == "notesd-prepared":
-        return "pgbench-prepared"
+    for notesd, _, other_core, db_core in NOTESD_DB_VARIANTS:
+        if label == notesd:
+            return other_core or db_core
     return "pgbench"
 
 
@@ -133,7 +154,7 @@ def ratio_rows(summary, tests):
     """Every ratio the issue asks for: per notesd variant, test and metric,
     notesd / limit and notesd / best peer."""
     rows = []
-    for label in ("notesd", "notesd-prepared"):
+    for label in NOTESD_LABELS:
         if label not in summary:
             continue
         for test in tests:
@@ -190,7 +211,7 @@ def target_rows(summary, tests):
         add("CPU/request ≤ 1/3 of the best peer's", "notesd", test, "cpu_us_per_req",
             ratio(mine_cpu, peer_cpu), "<=", 1 / 3, peer, peer_cpu)
 
-    for label in ("notesd", "notesd-prepared"):
+    for label in NOTESD_LABELS:
         for test in DB_TESTS:
             if test not in tests or label not in summary:
                 continue
@@ -216,6 +237,51 @@ def target_rows(summary, tests):
     if "json" in tests:
         add("event-loop lag mean ≤ 0.5 ms, saturated on /json", "notesd", "json", "lag_mean_ms",
             figure(summary, "notesd", "json", "lag_mean_ms"), "<=", 0.5, None, None, "ms")
+    return rows
+
+
+def ceiling(pg_us_per_query, loadgen_us_per_request):
+    """Requests per second one core can carry when it runs PostgreSQL and the load
+    generator and nothing else: 1 / (PostgreSQL's CPU per query + the load
+    generator's CPU per request). None when a figure is missing or zero."""
+    if pg_us_per_query is None or loadgen_us_per_request is None:
+        return None
+    total = pg_us_per_query + loadgen_us_per_request
+    return 1e6 / total if total > 0 else None
+
+
+def ceiling_rows(summary, tests):
+    """Per notesd variant and mix: the pgbench limits on both cores, the modelled
+    ceiling of the database's core (PostgreSQL's CPU per query under pgbench, on the
+    database's core when measured there, plus wrk's CPU per request in notesd's run),
+    notesd against each, and PostgreSQL's CPU per query under notesd beside pgbench's."""
+    rows = []
+    for label, mode, other_core, db_core in NOTESD_DB_VARIANTS:
+        for test in DB_TESTS:
+            if test not in tests:
+                continue
+            pg_label = db_core if figure(summary, db_core, test, "db_cpu_us_per_req") is not None \
+                else other_core
+            pg_us = figure(summary, pg_label, test, "db_cpu_us_per_req") if pg_label else None
+            wrk_us = figure(summary, label, test, "loadgen_cpu_us_per_req")
+            mine = figure(summary, label, test, "rps")
+            other_rps = figure(summary, other_core, test, "rps") if other_core else None
+            db_rps = figure(summary, db_core, test, "rps")
+            if mine is None and other_rps is None and db_rps is None:
+                continue
+            model = ceiling(pg_us, wrk_us)
+            mine_pg = figure(summary, label, test, "db_cpu_us_per_req")
+            rows.append({
+                "subject": label, "mode": mode, "test": test,
+                "pgbench_other_core": other_core, "pgbench_other_core_rps": other_rps,
+                "pgbench_db_core": db_core, "pgbench_db_core_rps": db_rps,
+                "pg_us_per_query": pg_us, "pg_us_from": pg_label,
+                "loadgen_us_per_request": wrk_us, "ceiling_rps": model,
+                "rps": mine, "vs_other_core": ratio(mine, other_rps),
+                "vs_db_core": ratio(mine, db_rps), "vs_ceiling": ratio(mine, model),
+                "notesd_pg_us_per_query": mine_pg,
+                "pg_us_extra": (mine_pg - pg_us if mine_pg is not None and pg_us is not None
+                                else None)})
     return rows
 
 
@@ -312,7 +378,51 @@ def startup_table(summary, order):
     return table(["subject", "first 200 of", "median ms", "spread", "rounds"], rows)
 
 
-def markdown(meta, summary, ratios, targets, scaling, runs, notes):
+def ceiling_section(rows, skipped):
+    """The same-layout limits and the modelled ceiling of the database's core, as Markdown."""
+    out = ["## Database mixes: the limits in the same layout, and the ceiling of the "
+           "database's core", ""]
+    trows = []
+    for r in rows:
+        trows.append([
+            r["subject"], r["mode"], r["test"],
+            fmt(r["pgbench_other_core_rps"]) if r["pgbench_other_core"] else "–",
+            fmt(r["pgbench_db_core_rps"]),
+            fmt(r["pg_us_per_query"]), fmt(r["loadgen_us_per_request"]), fmt(r["ceiling_rps"]),
+            fmt(r["rps"]) if r["subject"] not in skipped else "SKIP",
+            fmt_ratio(r["vs_other_core"]), fmt_ratio(r["vs_db_core"]),
+            fmt_ratio(r["vs_ceiling"]), fmt(r["notesd_pg_us_per_query"]),
+            ("+" if (r["pg_us_extra"] or 0) > 0 else "") + fmt(r["pg_us_extra"])])
+    if not trows:
+        return ""
+    out.append(table(["subject", "queries", "mix", "pgbench, server's core (CPU 1) q/s",
+                      "pgbench, database's core (CPU 0) q/s", "PostgreSQL CPU µs/query (pgbench)",
+                      "wrk CPU µs/req", "modelled ceiling req/s", "notesd req/s",
+                      "notesd / pgbench CPU 1", "notesd / pgbench CPU 0", "notesd / ceiling",
+                      "PostgreSQL CPU µs/query (notesd)", "difference µs"], trows))
+    out.append("")
+    out.append("pgbench on CPU 1 is the first limit this benchmark had (pgbench on the server's "
+               "core, CPU 0 left to PostgreSQL alone): generous, because notesd's runs give part "
+               "of CPU 0 to wrk. pgbench on CPU 0 shares the database's core with PostgreSQL "
+               "exactly as wrk does in notesd's runs. The modelled ceiling is "
+               "1 / (PostgreSQL's CPU per query under pgbench + wrk's CPU per request in "
+               "notesd's run): what CPU 0 can carry if it does nothing but PostgreSQL's work for "
+               "pgbench's statements and wrk's work for notesd's requests. Pipelined pgbench "
+               "sends 16 statements per `\\startpipeline` block; its q/s counts statements. "
+               "The last two columns: PostgreSQL's CPU per query under notesd, and how much "
+               "more it is than under pgbench (see loadtests/bench.d/README.md, \"PostgreSQL's "
+               "CPU per query\").")
+    if skipped:
+        out.append("")
+    for s, why in skipped.items():
+        out.append(f"- {s}: SKIP — {why}")
+    out.append("")
+    return "\n".join(out)
+
+
+def markdown(meta, summary, ratios, targets, scaling, runs, notes, ceilings=None, extra=()):
+    """The report. ceilings: ceiling_rows(); extra: further Markdown sections (the
+    sweep, the three-host layout), placed before the raw figures."""
     order = meta["order"]
     tests = meta["tests"]
     out = [f"# notesd benchmark — {meta['started']}", ""]
@@ -376,11 +486,22 @@ def markdown(meta, summary, ratios, targets, scaling, runs, notes):
     out.append("Best peer: per figure, the best of node, bun and deno (most req/s; least "
                "latency, RSS, CPU, startup). Limits: h2o serving the same bytes from files for "
                "/json, /, /status, /static; pgbench with the same statements and connections "
-               "(`-M extended` for notesd, `-M prepared` for notesd-prepared) for the mixes. "
+               "(`-M extended` for notesd, `-M prepared` for notesd-prepared, pipelined "
+               "for the pipelined subjects) for the mixes. "
                "For pgbench, CPU and RSS are the pgbench client's (it plays the server's part), "
                "and its latency is per statement with 20 clients, not per HTTP request with "
-               f"{meta['connections']} connections.")
+               f"{meta['connections']} connections. `pgbench` and `pgbench-prepared` run on "
+               "CPU 1 (the server's core); the `-dbcore` and `-pipeline` variants on CPU 0 "
+               "with PostgreSQL, where wrk sits (next section).")
     out.append("")
+
+    skipped = meta.get("skipped") or {}
+    if ceilings or skipped:
+        out.append(ceiling_section(ceilings or [], skipped))
+    for section in extra:
+        if section:
+            out.append(section)
+            out.append("")
 
     if scaling:
         out.append("## Scaling (`--threads`)")

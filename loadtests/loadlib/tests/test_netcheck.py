@@ -62,5 +62,44 @@ class Databases(unittest.TestCase):
         self.assertEqual(netcheck.remote_db_hosts("postgresql://u@localhost/n"), [])
 
 
+class OwnNamespaces(unittest.TestCase):
+    """loadtests/bench --netns: 198.18.0.0/15 addresses held by nb-load, nb-srv or nb-db
+    count as this machine, only while those namespaces hold them and only from inside."""
+
+    HELD = {"198.18.1.1", "198.18.1.2", "198.18.2.1", "198.18.2.2", "10.0.0.1"}
+
+    def test_accepted_from_inside_while_held(self):
+        for host in ("198.18.1.2", "198.18.2.2"):
+            self.assertTrue(netcheck.is_own_netns_address(host, "nb-load", self.HELD), host)
+            self.assertTrue(netcheck.is_local(host, "nb-srv", self.HELD), host)
+        self.assertEqual(netcheck.require_loopback_url("http://198.18.1.2:18400/", "load",
+                                                       "nb-load", self.HELD), "198.18.1.2")
+        self.assertEqual(netcheck.remote_db_hosts("postgresql://postgres@198.18.2.2:5432/notes",
+                                                  "nb-srv", self.HELD), [])
+
+    def test_refused_otherwise(self):
+        cases = [("198.18.1.2", None, self.HELD),        # from the host: the default route
+                 ("198.18.1.2", "other-ns", self.HELD),  # not one of ours
+                 ("198.18.1.3", "nb-load", self.HELD),   # in the range, held by nobody
+                 ("198.19.255.1", "nb-load", self.HELD),
+                 ("10.0.0.1", "nb-load", self.HELD),     # held, but outside 198.18.0.0/15
+                 ("198.18.1.2", "nb-load", set()),       # the namespaces are gone
+                 ("198.20.0.1", "nb-load", {"198.20.0.1"}),
+                 ("nb-srv", "nb-load", self.HELD), ("", "nb-load", self.HELD)]
+        for host, ns, held in cases:
+            self.assertFalse(netcheck.is_own_netns_address(host, ns, held), (host, ns))
+        with self.assertRaises(netcheck.NotLoopback):
+            netcheck.require_loopback_url("http://198.18.1.2:18400/", "load", None, self.HELD)
+        self.assertEqual(netcheck.remote_db_hosts("host=198.18.2.2 dbname=n", None, self.HELD),
+                         ["198.18.2.2"])
+
+    def test_without_namespaces_nothing_is_held(self):
+        # read live: with no nb-* namespace on this machine the set is empty
+        import os
+        if not any(os.path.exists(f"/run/netns/{n}") for n in netcheck.NETNS_NAMES):
+            self.assertEqual(netcheck.netns_addresses(), set())
+            self.assertFalse(netcheck.is_own_netns_address("198.18.1.2", "nb-load"))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

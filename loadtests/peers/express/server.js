@@ -18,6 +18,7 @@
 // The metrics port speaks plain node:http and exposes the same metric names
 // as notesd itself, so one dashboard reads both.
 
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import express from 'express';
 import pg from 'pg';
@@ -352,6 +353,19 @@ app.use('/static', express.static(STATIC_DIR));
 
 // ---------------------------------------------------------------- metrics port
 
+// process_heap_bytes means what it means for notesd and for prom-client's
+// default metrics on Linux: the data segment, VmData, not the JavaScript heap
+// (that is nodejs_heap_size_used_bytes). A small /proc read per scrape, as
+// prom-client does; no sample where /proc is missing.
+function vmDataRows() {
+  try {
+    const m = /^VmData:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    return m ? [[[], Number(m[1]) * 1024]] : [];
+  } catch {
+    return [];
+  }
+}
+
 const gauges = [
   new Gauge('notes_db_pool_connections', 'Connections the pool holds, busy or idle (pool.totalCount).', () => pool.totalCount),
   new Gauge('notes_db_pool_idle_connections', 'Idle connections in the pool (pool.idleCount).', () => pool.idleCount),
@@ -359,7 +373,9 @@ const gauges = [
   new Gauge('notes_db_pool_max_connections', 'Configured pool size.', () => POOL_MAX),
   new Gauge('http_requests_in_flight', 'HTTP requests being handled now.', () => inFlight),
   new Gauge('process_resident_memory_bytes', 'Resident set size in bytes.', () => process.memoryUsage().rss),
-  new Gauge('process_heap_bytes', 'Used JavaScript heap in bytes (process.memoryUsage().heapUsed).', () => process.memoryUsage().heapUsed),
+  new Gauge('process_heap_bytes', 'Process heap size in bytes (VmData from /proc/self/status, as prom-client reports it on Linux).', vmDataRows),
+  new Gauge('nodejs_heap_size_used_bytes', 'Used JavaScript heap in bytes (process.memoryUsage().heapUsed).', () => process.memoryUsage().heapUsed),
+  new Gauge('nodejs_heap_size_total_bytes', 'JavaScript heap reserved by the engine in bytes (process.memoryUsage().heapTotal).', () => process.memoryUsage().heapTotal),
   new Gauge('process_start_time_seconds', 'Start time of the process since the Unix epoch in seconds.', () => START_TIME_SECONDS),
   new Gauge('notes_build_info', 'Build and runtime of this server; version is the runtime version, h2o_version and libpq_version are empty here.',
     () => [[[RUNTIME.version, RUNTIME.name, '', ''], 1]], ['version', 'runtime', 'h2o_version', 'libpq_version']),

@@ -1,0 +1,415 @@
+/*
+ * routes_fixture.c - the fixture routes (see routes_fixture.h): /fault/:status,
+ * /bytes/:n, /drip and /stall. Each answer is a known function of its request
+ * and of counters kept per loop, so a load tool's figures can be checked
+ * against the exact truth. Only /stall blocks the loop, because a stalled
+ * server is what it models.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include "delay.h"
+#include "loop.h"
+#include "respond.h"
+#include "routes.h"
+#include "routes_fixture.h"
+#include "validate.h"
+
+#define CT_OCTETS "application/octet-stream"
+
+/* The pattern, long enough that FIXTURE_CHUNK bytes can start at any phase;
+ * written once (pattern_once), then only read, by every loop. */
+static char pattern[FIXTURE_CHUNK + FIXTURE_PATTERN_PERIOD];
+static pthread_once_t pattern_once = PTHREAD_ONCE_INIT;
+
+static void fill_pattern(void)
+{
+    for (size_t i = 0; i < sizeof(pattern); i++)
+        pattern[i] = (char)(i % FIXTURE_PATTERN_PERIOD);
+}
+
+/* Reads query parameter `name` as a whole number in lo..hi; 1 if given, 0 if
+ * absent (*out untouched), -1 (after answering 400 naming it) if bad. */
+static int query_knob(notesd_req_t *r, const char *name, long lo, long hi, long *out)
+{
+    h2o_req_t *req = r->req;
+    long v = 0;
+    int found = 0;
+
+    if (req->query_at != SIZE_MAX)
+        found = validate_query_number(req->path.base + req->query_at + 1,
+                                      req->path.len - req->query_at - 1, name, hi, &v);
+    if (found < 0 || (found == 1 && v < lo)) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "%s must be a whole number from %ld to %ld", name, lo, hi);
+        respond_error(r, 400, msg);
+        return -1;
+    }
+    if (found == 1)
+        *out = v;
+    return found;
+}
+
+/* Reads the path's :param as a whole number in lo..hi, or answers 400 naming it. */
+static int path_knob(notesd_req_t *r, const char *name, long lo, long hi, long *out)
+{
+    h2o_iovec_t p = r->param;
+    long v = 0;
+    size_t i = 0;
+
+    while (i < p.len && p.base[i] >= '0' && p.base[i] <= '9' && v <= hi)
+        v = v * 10 + (p.base[i++] - '0');
+    if (p.len == 0 || i != p.len || v < lo || v > hi) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "%s must be a whole number from %ld to %ld", name, lo, hi);
+        respond_error(r, 400, msg);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* ---- streamed bodies: /bytes/:n and /drip --------------------------------------------------- */
+
+/* Hands h2o the next chunk that is due, or arms the timer for the next drip
+ * instant. Runs when the response starts, when h2o has written the previous
+ * chunk (proceed), and when a drip instant comes; never while a chunk is in
+ * h2o's hands, which is h2o's rule for h2o_send. */
+static void stream_pump(notesd_req_t *r)
+{
+    struct request_fixture *f = &r->u.fixture;
+    uint64_t due = f->total;
+
+    if (f->chunks > 1) {
+        /* Chunk k of `chunks` is due at k * duration / (chunks - 1): the first
+         * with the headers, the last at the end of the duration. */
+        uint64_t span_ns = (uint64_t)f->duration_ms * 1000000;
+        uint64_t passed = (stats_now_ns() - r->start_ns) * (f->chunks - 1) / span_ns + 1;
+        if (passed < f->chunks)
+            due = f->total * passed / f->chunks;
+        if (due <= f->sent) {
+            uint64_t at = r->start_ns + span_ns * passed / (f->chunks - 1);
+            if (delay_timer_arm(r, at, stream_pump) != 0) {
+                /* No timer left: end the response short, as a broken stream. */
+                h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+            }
+            return;
+        }
+    }
+    size_t len = due - f->sent < FIXTURE_CHUNK ? (size_t)(due - f->sent) : FIXTURE_CHUNK;
+    h2o_iovec_t buf = h2o_iovec_init(pattern + f->sent % FIXTURE_PATTERN_PERIOD, len);
+    f->sent += len;
+    h2o_send(r->req, &buf, 1,
+             f->sent == f->total ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+}
+
+static void on_stream_proceed(h2o_generator_t *generator, h2o_req_t *req)
+{
+    stream_pump(H2O_STRUCT_FROM_MEMBER(notesd_req_t, u.fixture.generator, generator));
+}
+
+/* Starts a 200 of `total` pattern bytes, cut into `chunks` pieces spread over
+ * `duration_ms` (chunks 0 or 1: as fast as the client reads). */
+static void stream_start(notesd_req_t *r, uint64_t total, uint32_t chunks, uint32_t duration_ms)
+{
+    struct request_fixture *f = &r->u.fixture;
+    h2o_req_t *req = r->req;
+
+    f->total = total;
+    f->chunks = chunks;
+    f->duration_ms = duration_ms;
+    f->generator.proceed = on_stream_proceed;
+    /* A drip's timer refers to the request until it fires. */
+    r->on_dispose = delay_timer_cancel;
+    respond_start(r, 200, CT_OCTETS, total);
+    h2o_start_response(req, &f->generator);
+    if (req_is_head(req))
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+    else
+        stream_pump(r);
+}
+
+/* GET /bytes/:n */
+int fixture_bytes(notesd_req_t *r)
+{
+    long n;
+    if (path_knob(r, "n", 0, FIXTURE_MAX_BYTES, &n) == 0)
+        stream_start(r, (uint64_t)n, 0, 0);
+    return 0;
+}
+
+/* GET /drip?bytes=B&duration_ms=D: B bytes (default 10) evenly over D ms
+ * (default 2000), the first chunk with the headers and the last at D. */
+int fixture_drip(notesd_req_t *r)
+{
+    long bytes = 10, duration_ms = 2000;
+    if (query_knob(r, "bytes", 1, FIXTURE_DRIP_MAX_BYTES, &bytes) < 0 ||
+        query_knob(r, "duration_ms", 0, FIXTURE_DRIP_MAX_MS, &duration_ms) < 0)
+        return 0;
+    /* One chunk per FIXTURE_DRIP_TICK_MS at most, and never an empty one. */
+    long chunks = duration_ms / FIXTURE_DRIP_TICK_MS + 1;
+    if (chunks > bytes)
+        chunks = bytes;
+    stream_start(r, (uint64_t)bytes, (uint32_t)chunks, (uint32_t)duration_ms);
+    return 0;
+}
+
+/* ---- /fault/:status ------------------------------------------------------------------------- */
+
+enum fault_action {
+    FAULT_ANSWER,        /* the status with {"status":S} */
+    FAULT_RESET,         /* a TCP reset instead of an answer */
+    FAULT_CLOSE_HEADERS, /* the headers (with Content-Length), then the connection closes */
+};
+
+/* One counter per (status, every) pair on each loop, so concurrent schedules
+ * keep their own exact fractions. Used only by the loop's own thread. */
+typedef struct fault_counter {
+    int status;
+    long every;
+    uint64_t seen; /* requests so far; the Nth, 2Nth, ... get the fault */
+} fault_counter_t;
+
+static __thread fault_counter_t fault_counters[FIXTURE_FAULT_MAX_SCHEDULES];
+static __thread size_t fault_ncounters;
+
+static fault_counter_t *fault_counter(int status, long every)
+{
+    for (size_t i = 0; i < fault_ncounters; i++)
+        if (fault_counters[i].status == status && fault_counters[i].every == every)
+            return &fault_counters[i];
+    if (fault_ncounters == FIXTURE_FAULT_MAX_SCHEDULES)
+        return NULL;
+    fault_counter_t *c = &fault_counters[fault_ncounters++];
+    *c = (fault_counter_t){status, every, 0};
+    return c;
+}
+
+static void fault_answer(notesd_req_t *r)
+{
+    struct request_fixture *f = &r->u.fixture;
+    h2o_req_t *req = r->req;
+    static h2o_generator_t generator = {NULL, NULL};
+    char *body = h2o_mem_alloc_pool(&req->pool, 24);
+    int len = snprintf(body, 24, "{\"status\":%d}", f->status);
+
+    switch ((enum fault_action)f->action) {
+    case FAULT_ANSWER:
+        respond(r, f->status, CT_JSON, body, (size_t)len);
+        return;
+    case FAULT_CLOSE_HEADERS:
+        /* An error state after the headers: HTTP/1 closes the connection
+         * without the body; HTTP/2 follows the HEADERS with RST_STREAM. */
+        respond_start(r, f->status, CT_JSON, (size_t)len);
+        h2o_start_response(req, &generator);
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_ERROR);
+        return;
+    case FAULT_RESET: {
+        /* What SO_LINGER 0 + close does, but the descriptor stays h2o's, which
+         * closes it later: connect() to AF_UNSPEC dissolves the TCP connection,
+         * and the kernel sends RST now (with SO_LINGER 0, also for data still
+         * queued). Nothing of an answer leaves. */
+        int fd = h2o_socket_get_fd(req->conn->callbacks->get_socket(req->conn));
+        struct linger linger = {1, 0};
+        struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, sizeof(linger));
+        if (connect(fd, &unspec, sizeof(unspec)) != 0) {
+            /* Not TCP: nothing else to do; the write below fails or closes. */
+        }
+        /* HTTP/2 reads all the time and sees the dead socket at once; HTTP/1
+         * does not read while a handler runs, so a final write, which fails,
+         * makes it close the connection. */
+        if (req->version < 0x200) {
+            respond_start(r, f->status, CT_JSON, 0);
+            h2o_start_response(req, &generator);
+            h2o_send(req, NULL, 0, H2O_SEND_STATE_ERROR);
+        }
+        return;
+    }
+    }
+}
+
+/* A delayed fault's deadline: a client that left meanwhile is recorded as 0. */
+static void on_fault_due(notesd_req_t *r)
+{
+    request_client_gone(r);
+    fault_answer(r);
+}
+
+/* Clean-up: a pending delay leaves the heap; a reset is counted as status 0,
+ * since no response reached the client. */
+static void on_fault_dispose(notesd_req_t *r)
+{
+    delay_timer_cancel(r);
+    if (r->u.fixture.action == FAULT_RESET)
+        r->req->res.status = 0;
+}
+
+/* GET /fault/:status[?every=N][&delay_ms=D][&action=reset|close_after_headers] */
+int fixture_fault(notesd_req_t *r)
+{
+    struct request_fixture *f = &r->u.fixture;
+    h2o_req_t *req = r->req;
+    long status, every = 1, delay_ms = 0;
+    enum fault_action action = FAULT_ANSWER;
+    const char *v;
+    size_t vlen;
+
+    if (path_knob(r, "status", 200, 599, &status) < 0 ||
+        query_knob(r, "every", 1, FIXTURE_FAULT_MAX_EVERY, &every) < 0 ||
+        query_knob(r, "delay_ms", 0, DELAY_MAX_MS, &delay_ms) < 0)
+        return 0;
+    if (req->query_at != SIZE_MAX &&
+        validate_query_param(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1,
+                             "action", &v, &vlen) > 0) {
+        if (v != NULL && h2o_memis(v, vlen, H2O_STRLIT("reset"))) {
+            action = FAULT_RESET;
+        } else if (v != NULL && h2o_memis(v, vlen, H2O_STRLIT("close_after_headers"))) {
+            action = FAULT_CLOSE_HEADERS;
+        } else {
+            respond_error(r, 400, "action must be reset or close_after_headers");
+            return 0;
+        }
+    }
+
+    /* The fault goes to every Nth request of this (status, every) on this
+     * loop, counted on arrival; the others are a plain 200. */
+    int hit = 1;
+    if (every > 1) {
+        fault_counter_t *c = fault_counter((int)status, every);
+        if (c == NULL) {
+            respond_unavailable(r, "too many distinct /fault every= schedules on this loop");
+            return 0;
+        }
+        hit = ++c->seen % (uint64_t)every == 0;
+    }
+    f->status = hit ? (int)status : 200;
+    f->action = hit ? (uint8_t)action : FAULT_ANSWER;
+    r->on_dispose = on_fault_dispose;
+    if (delay_ms == 0) {
+        fault_answer(r);
+    } else if (delay_timer_arm(r, r->start_ns + (uint64_t)delay_ms * 1000000, on_fault_due) != 0) {
+        f->action = FAULT_ANSWER;
+        respond_unavailable(r, "too many pending delayed requests");
+    }
+    return 0;
+}
+
+/* ---- /stall --------------------------------------------------------------------------------- */
+
+/* The loop's one schedule: stall k (k = 1, 2, ...) starts at start + k * every
+ * while k * every <= for, and blocks the loop for `stall`. */
+static __thread struct {
+    h2o_socket_t *sock; /* watches the timerfd; NULL before fixture_start */
+    uint64_t start_ns, every_ns, stall_ns, for_ns;
+    uint64_t next; /* k of the next stall; 0: no schedule */
+} stall;
+
+static void stall_arm(uint64_t at_ns)
+{
+    /* at_ns 0 disarms it */
+    struct itimerspec its = {{0, 0}, {(time_t)(at_ns / 1000000000u), (long)(at_ns % 1000000000u)}};
+    timerfd_settime(h2o_socket_get_fd(stall.sock), TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Blocks the loop until `until_ns`, on purpose: this is the stall. */
+static void pause_loop(uint64_t until_ns)
+{
+    struct timespec ts = {(time_t)(until_ns / 1000000000u), (long)(until_ns % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static void on_stall_timer(h2o_socket_t *sock, const char *err)
+{
+    uint64_t expirations;
+
+    if (read(h2o_socket_get_fd(sock), &expirations, sizeof(expirations)) != sizeof(expirations) ||
+        stall.next == 0)
+        return; /* re-armed or cancelled before this wake-up was handled */
+    uint64_t begin = stats_now_ns();
+    pause_loop(begin + stall.stall_ns);
+    uint64_t end = stats_now_ns();
+    STAT_ADD(this_loop->stats.stalls, 1);
+    STAT_ADD(this_loop->stats.stall_ns, end - begin);
+    stall.next++;
+    if (stall.next * stall.every_ns <= stall.for_ns) {
+        stall_arm(stall.start_ns + stall.next * stall.every_ns);
+    } else {
+        stall.next = 0;
+        stall_arm(0);
+    }
+}
+
+/* GET /stall?ms=S&every_ms=P&for_ms=T: answers at once and replaces this
+ * loop's schedule; for_ms=0 cancels it (ms and every_ms may then be left out). */
+int fixture_stall(notesd_req_t *r)
+{
+    long ms = 0, every_ms = 0, for_ms = -1;
+    int found_for = query_knob(r, "for_ms", 0, FIXTURE_STALL_MAX_FOR_MS, &for_ms);
+    if (found_for < 0)
+        return 0;
+    if (found_for == 0) {
+        respond_error(r, 400, "for_ms is required (0 to 60000; 0 cancels)");
+        return 0;
+    }
+    int found_ms = query_knob(r, "ms", 1, FIXTURE_STALL_MAX_MS, &ms);
+    if (found_ms < 0)
+        return 0;
+    int found_every = query_knob(r, "every_ms", 2, FIXTURE_STALL_MAX_EVERY_MS, &every_ms);
+    if (found_every < 0)
+        return 0;
+    if (for_ms > 0 && (found_ms == 0 || found_every == 0)) {
+        respond_error(r, 400,
+                      found_ms == 0 ? "ms is required (1 to 1000)"
+                                    : "every_ms is required (at least 2 * ms)");
+        return 0;
+    }
+    if (found_every == 1 && every_ms < 2 * ms) {
+        respond_error(r, 400, "every_ms must be at least 2 * ms");
+        return 0;
+    }
+    if (stall.sock == NULL) {
+        respond_unavailable(r, "no timer for /stall on this loop");
+        return 0;
+    }
+    stall.next = 0;
+    stall_arm(0);
+    if (for_ms > 0 && every_ms <= for_ms) {
+        stall.start_ns = r->start_ns;
+        stall.every_ns = (uint64_t)every_ms * 1000000;
+        stall.stall_ns = (uint64_t)ms * 1000000;
+        stall.for_ns = (uint64_t)for_ms * 1000000;
+        stall.next = 1;
+        stall_arm(stall.start_ns + stall.every_ns);
+    }
+    char *body = h2o_mem_alloc_pool(&r->req->pool, 80);
+    int len = snprintf(body, 80, "{\"stall_ms\":%ld,\"every_ms\":%ld,\"for_ms\":%ld}", ms, every_ms,
+                       for_ms);
+    respond(r, 200, CT_JSON, body, (size_t)len);
+    return 0;
+}
+
+void fixture_start(h2o_loop_t *loop)
+{
+    pthread_once(&pattern_once, fill_pattern);
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0)
+        return; /* /stall then answers 503 */
+    stall.sock = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+    h2o_socket_read_start(stall.sock, on_stall_timer);
+}
+
+void fixture_stop(void)
+{
+    if (stall.sock != NULL) {
+        h2o_socket_read_stop(stall.sock);
+        h2o_socket_close(stall.sock);
+        stall.sock = NULL;
+    }
+}

@@ -73,7 +73,7 @@ static void describe_db(char *out, size_t len)
 
 /* Descriptors kept back from MAX_CONNECTIONS's default: per loop its API and TLS
  * listeners, epoll, wake-up eventfd, three timerfds (lag, delay, /stall) and
- * h2o's queue pipe (10 leaves room), and
+ * h2o's queue pipe (9 counted in /proc with a TLS port; 10 leaves room), and
  * for the process stdio, the signalfd, /proc and static files being sent (16)
  * and the metrics port's connections. The pool's POOL_MAX comes on top. */
 #define FDS_PER_LOOP 10

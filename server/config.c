@@ -13,7 +13,9 @@
 
 notesd_config_t config;
 
-enum opt_type { OPT_STRING, OPT_INT, OPT_BOOL, OPT_LOG_LEVEL };
+/* OPT_PORT_OR_AUTO: an integer port where 0 means "no such listener" (the
+ * metrics and TLS ports), so a free port the kernel picks is spelled "auto". */
+enum opt_type { OPT_STRING, OPT_INT, OPT_BOOL, OPT_LOG_LEVEL, OPT_PORT_OR_AUTO };
 
 struct option_row {
     const char *flag; /* without the leading "--" */
@@ -42,10 +44,13 @@ static const struct option_row options[] = {
      "error, warn, info or debug"},
     {"max-body-bytes", "MAX_BODY_BYTES", OPT_INT, FIELD(max_body_bytes), "102400", 1,
      64 * 1024 * 1024, "request bodies larger than this get 413 (express.json's 100kb)"},
+    {"max-connections", "MAX_CONNECTIONS", OPT_INT, FIELD(max_connections), NULL, 1, INT_MAX,
+     "most open API connections, shared out among the loops; at the limit new clients wait in "
+     "the kernel's backlog [RLIMIT_NOFILE - POOL_MAX - 10 x THREADS - 24]"},
     {"metrics-host", "METRICS_HOST", OPT_STRING, FIELD(metrics_host), "0.0.0.0", 0, 0,
      "address the metrics port listens on"},
-    {"metrics-port", "METRICS_PORT", OPT_INT, FIELD(metrics_port), "9091", 0, 65535,
-     "port of /metrics, /healthz and /readyz; 0 turns it off"},
+    {"metrics-port", "METRICS_PORT", OPT_PORT_OR_AUTO, FIELD(metrics_port), "9091", 0, 65535,
+     "port of /metrics, /healthz and /readyz; 0 turns it off, auto takes a free one"},
     {"pipeline", "PIPELINE_DEPTH", OPT_INT, FIELD(pipeline_depth), "0", 0, 256,
      "libpq pipeline mode: up to this many queries in flight per connection; 0 = off"},
     {"pool-acquire-timeout-ms", "POOL_ACQUIRE_TIMEOUT_MS", OPT_INT, FIELD(pool_acquire_timeout_ms),
@@ -58,11 +63,12 @@ static const struct option_row options[] = {
      "most database connections open at once"},
     {"pool-queue-max", "POOL_QUEUE_MAX", OPT_INT, FIELD(pool_queue_max), "10000", 0, INT_MAX,
      "most requests waiting for a connection (503 beyond); 0 = no bound"},
-    {"port", "PORT", OPT_INT, FIELD(port), "8080", 0, 65535, "port the API listens on"},
+    {"port", "PORT", OPT_INT, FIELD(port), "8080", 0, 65535,
+     "port the API listens on; 0 takes a free one (the start-up line says which)"},
     {"prepared", "PREPARED", OPT_BOOL, FIELD(prepared), "0", 0, 0,
      "use named prepared statements instead of node-postgres's unnamed ones"},
-    {"primes-max", "PRIMES_MAX", OPT_INT, FIELD(primes_max), "10000000", 2, INT_MAX,
-     "largest ?below= that /primes accepts"},
+    {"primes-max", "PRIMES_MAX", OPT_INT, FIELD(primes_max), "1000000", 2, INT_MAX,
+     "largest ?below= that /primes accepts (1000000 holds the loop ~0.13 s)"},
     {"query-timeout-ms", "QUERY_TIMEOUT_MS", OPT_INT, FIELD(query_timeout_ms), "30000", 0, INT_MAX,
      "deadline of one query (504 after; also sets statement_timeout); 0 = none"},
     {"server-timing", "SERVER_TIMING", OPT_BOOL, FIELD(server_timing), "1", 0, 0,
@@ -77,8 +83,8 @@ static const struct option_row options[] = {
      "PEM certificate (chain) of the TLS port"},
     {"tls-key", "TLS_KEY", OPT_STRING, FIELD(tls_key), NULL, 0, 0,
      "PEM private key of the TLS port"},
-    {"tls-port", "TLS_PORT", OPT_INT, FIELD(tls_port), "0", 0, 65535,
-     "port of the TLS listener (HTTP/2 and HTTP/1.1 by ALPN); 0 = no TLS"},
+    {"tls-port", "TLS_PORT", OPT_PORT_OR_AUTO, FIELD(tls_port), "0", 0, 65535,
+     "port of the TLS listener (HTTP/2 and HTTP/1.1 by ALPN); 0 = no TLS, auto takes a free one"},
 };
 
 #define NUM_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -100,6 +106,12 @@ static void set_option(const struct option_row *row, const char *value, const ch
     case OPT_STRING:
         *(const char **)field = value;
         break;
+    case OPT_PORT_OR_AUTO:
+        if (strcmp(value, "auto") == 0) {
+            *(int *)field = CONFIG_PORT_AUTO;
+            break;
+        }
+        __attribute__((fallthrough)); /* any other value is an integer port */
     case OPT_INT: {
         char *end;
         errno = 0;

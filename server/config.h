@@ -26,20 +26,25 @@ typedef struct notesd_config {
     int prepared;                /* 1: named prepared statements; 0: unnamed, like node-postgres */
     int pipeline_depth;          /* queries in flight per connection (pipeline mode); 0 = off */
     const char *metrics_host;    /* address of the metrics listener */
-    int metrics_port;            /* port of the metrics listener; 0 = no metrics listener */
+    int metrics_port;            /* 0 = no metrics listener; CONFIG_PORT_AUTO = a free port */
     int lag_interval_ms;         /* period of the event-loop lag probe */
     const char *static_dir;      /* directory served under /static/ */
     int primes_max;              /* largest accepted ?below= for /primes */
     int max_body_bytes;          /* request bodies above this get 413 */
+    int max_connections;         /* most open API connections; 0 = derived from RLIMIT_NOFILE */
     int shutdown_timeout_ms;     /* how long a graceful shutdown may take */
     int server_timing;           /* 1: send Server-Timing on API responses */
     int threads;                 /* event loops, one per thread, each with a pool slice */
-    int tls_port;                /* port of the TLS listener (ALPN h2, http/1.1); 0 = none */
+    int tls_port;                /* TLS listener (ALPN h2, http/1.1); 0 = none, CONFIG_PORT_AUTO */
     const char *tls_cert;        /* PEM certificate chain of the TLS listener */
     const char *tls_key;         /* PEM private key of the TLS listener */
     int h2c;                     /* 1: HTTP/2 over cleartext (prior knowledge, Upgrade: h2c) */
     int log_level;               /* enum log_level */
 } notesd_config_t;
+
+/* METRICS_PORT=auto, TLS_PORT=auto: the kernel picks a free port (PORT=0 does the
+ * same for the API). */
+#define CONFIG_PORT_AUTO (-1)
 
 extern notesd_config_t config;
 

@@ -140,6 +140,7 @@ void delay_timer_cancel(notesd_req_t *r)
 
 static void on_delay_due(notesd_req_t *r)
 {
+    request_client_gone(r); /* answered all the same: h2o needs the request to end */
     char *body = h2o_mem_alloc_pool(&r->req->pool, 48);
     int len = snprintf(body, 48, "{\"delay_ms\":%ld}", r->u.delay.ms);
     respond(r, 200, CT_JSON, body, (size_t)len);

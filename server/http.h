@@ -17,12 +17,20 @@
 /* Registers every row of the route table; call once, before http_open_listeners. */
 void http_configure(void);
 
+/* Connections the metrics port accepts at once: its own small budget, so a
+ * full API port never locks Prometheus out. */
+#define HTTP_METRICS_MAX_CONNECTIONS 8
+
 /* With a TLS port: loads TLS_CERT and TLS_KEY and offers h2 and http/1.1 by
  * ALPN. Returns 0, or -1 with a one-line reason in `err` (a bad setting). */
 NOTESD_MUSTCHECK int http_tls_configure(char *err, size_t len);
 
 /* Opens the listening sockets of every loop (one per loop on the API port and
- * on the TLS port, one metrics socket); returns 0, or -1 after logging why. */
+ * on the TLS port, one metrics socket) and shares config.max_connections out
+ * among the loops, a loop's API and TLS listeners drawing on one share;
+ * PORT=0, TLS_PORT=auto and METRICS_PORT=auto take free ports, recorded in
+ * server.api_port, server.tls_port and server.metrics_port. Returns 0, or -1
+ * after logging why. */
 int http_open_listeners(void);
 
 /* On the loop's own thread: creates its event loop and context and starts
@@ -31,5 +39,9 @@ void http_start_loop(notesd_loop_t *loop);
 
 /* Stops accepting new connections on the calling thread's loop. */
 void http_stop_accepting(notesd_loop_t *loop);
+
+/* Frees what http_start_loop created besides the h2o context; after
+ * http_stop_accepting, when the loop is about to end. */
+void http_dispose_loop(notesd_loop_t *loop);
 
 #endif

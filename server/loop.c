@@ -16,7 +16,8 @@ void loops_init(int n, int lag_interval_ms)
     for (int i = 0; i < n; i++) {
         notesd_loop_t *loop = &server.loops[i];
         loop->index = i;
-        loop->api_fd = loop->tls_fd = loop->metrics_fd = loop->wakeup_fd = -1;
+        loop->api.fd = loop->tls.fd = loop->metrics.fd = loop->wakeup_fd = -1;
+        loop->api.state = loop->tls.state = loop->metrics.state = LISTENER_CLOSED;
         stats_loop_init(&loop->stats);
         lag_init(&loop->lag, lag_interval_ms);
     }

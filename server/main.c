@@ -2,7 +2,8 @@
  * main.c - start-up order, threads, signals, the run loop and shutdown.
  *
  * Order: settings, then every loop's memory (loops_init) and pool slice (which
- * checks DB_URL), then h2o configuration and the listening sockets, then one
+ * checks DB_URL), then the descriptor limit and MAX_CONNECTIONS derived from it,
+ * then h2o configuration and the listening sockets, then one
  * thread per extra loop,
  * then loop 0 on this thread with the lag probe, the metrics port and the
  * signals, then one line saying where we listen.
@@ -16,11 +17,13 @@
  * Out of memory: allocation failures abort (h2o already does so underneath
  * us); recovering per request would only be half a policy.
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 #include "config.h"
@@ -64,6 +67,54 @@ static void describe_db(char *out, size_t len)
     snprintf(out, len, "%s%s%s%s%s/%s", user, user[0] ? "@" : "", host[0] ? host : "(default)",
              port[0] ? ":" : "", port, dbname);
     PQconninfoFree(opts);
+}
+
+/* ---- descriptors ------------------------------------------------------------------------- */
+
+/* Descriptors kept back from MAX_CONNECTIONS's default: per loop its API and TLS
+ * listeners, epoll, wake-up eventfd, three timerfds (lag, delay, /stall) and
+ * h2o's queue pipe (9 counted in /proc with a TLS port; 10 leaves room), and
+ * for the process stdio, the signalfd, /proc and static files being sent (16)
+ * and the metrics port's connections. The pool's POOL_MAX comes on top. */
+#define FDS_PER_LOOP 10
+#define FDS_PROCESS (16 + HTTP_METRICS_MAX_CONNECTIONS)
+
+/* Raises the soft RLIMIT_NOFILE to the hard one (as a server should: the soft
+ * default of 1024 is for interactive shells), then derives MAX_CONNECTIONS
+ * from it unless it was set. Returns 0, or -1 after printing why. */
+static int admit_by_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        perror("notesd: getrlimit");
+        return -1;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t soft = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            rl.rlim_cur = soft; /* keep what we have */
+    }
+    long fds = rl.rlim_cur > (rlim_t)INT_MAX ? INT_MAX : (long)rl.rlim_cur;
+    long room = fds - config.pool_max - (long)FDS_PER_LOOP * config.threads - FDS_PROCESS;
+    if (config.max_connections == 0) {
+        if (room < 1) {
+            fprintf(stderr,
+                    "notesd: RLIMIT_NOFILE (%ld) leaves no descriptor for connections after "
+                    "POOL_MAX (%d) and %d per loop; raise it (ulimit -n) or set MAX_CONNECTIONS "
+                    "(see --help)\n",
+                    fds, config.pool_max, FDS_PER_LOOP);
+            return -1;
+        }
+        config.max_connections = (int)room;
+    } else if (config.max_connections > room) {
+        log_warn("MAX_CONNECTIONS (%d) is more than RLIMIT_NOFILE (%ld) leaves room for (%ld); "
+                 "when descriptors run out, accepting pauses for 100 ms at a time",
+                 config.max_connections, fds, room < 0 ? 0 : room);
+    }
+    if (config.max_connections < config.threads)
+        config.max_connections = config.threads; /* each loop takes at least one */
+    return 0;
 }
 
 /* ---- one loop's shutdown ----------------------------------------------------------------- */
@@ -173,6 +224,7 @@ static void finish_loop(notesd_loop_t *loop)
     delay_stop();
     fixture_stop();
     h2o_timeout_dispose(loop->ctx.loop, &loop->drain_timeout);
+    http_dispose_loop(loop);
     pool_dispose(&loop->pool);
 }
 
@@ -217,6 +269,8 @@ int main(int argc, char **argv)
         /* POOL_MAX is shared out; the first loops take the remainder. */
         loop->pool.max = config.pool_max / config.threads + (i < config.pool_max % config.threads);
     }
+    if (admit_by_fd_limit() != 0)
+        return 2;
     http_configure();
     if (http_tls_configure(err, sizeof(err)) != 0) {
         fprintf(stderr, "notesd: %s\n", err);
@@ -251,15 +305,18 @@ int main(int argc, char **argv)
     describe_db(db, sizeof(db));
     char tls[96] = "";
     if (server.ssl_ctx != NULL)
-        snprintf(tls, sizeof(tls), ", https://%s:%d (h2, http/1.1)", config.host, config.tls_port);
+        snprintf(tls, sizeof(tls), ", https://%s:%d (h2, http/1.1)", config.host, server.tls_port);
     char pipeline[32] = "";
     if (config.pipeline_depth > 0)
         snprintf(pipeline, sizeof(pipeline), ", pipeline %d", config.pipeline_depth);
-    log_info("listening on http://%s:%d%s%s, metrics on http://%s:%d/metrics; %d loop(s), pool max "
-             "%d (%s statements%s), database %s",
-             config.host, config.port, config.h2c ? " (h2c too)" : "", tls, config.metrics_host,
-             config.metrics_port, server.nloops, config.pool_max,
-             config.prepared ? "prepared" : "unnamed", pipeline, db);
+    /* Printed whatever LOG_LEVEL says: it is where notesd listens, the only
+     * way to learn a port the kernel chose (PORT=0, TLS_PORT=auto, METRICS_PORT=auto). */
+    log_write(LOG_INFO,
+              "listening on http://%s:%d%s%s, metrics on http://%s:%d/metrics; %d loop(s), pool "
+              "max %d (%s statements%s), max connections %d, database %s",
+              config.host, server.api_port, config.h2c ? " (h2c too)" : "", tls,
+              config.metrics_host, server.metrics_port, server.nloops, config.pool_max,
+              config.prepared ? "prepared" : "unnamed", pipeline, config.max_connections, db);
 
     run_loop(main_loop);
     for (int i = 1; i < server.nloops; i++)

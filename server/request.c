@@ -1,7 +1,9 @@
 /*
  * request.c - the request context's life: begin, Server-Timing, dispose (see request.h).
  */
+#include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 #include "config.h"
 #include "request.h"
 
@@ -26,7 +28,7 @@ static void on_request_disposed(void *p)
         r->on_dispose(r);
     if (r->stats == NULL)
         return;
-    r->status = r->req->res.status;
+    r->status = r->client_gone ? 0 : r->req->res.status;
     stats_http_observe(r->stats, r->route, method_index(r->req->method), r->status,
                        (double)(stats_now_ns() - r->start_ns) / 1e9);
     STAT_SUB(r->stats->in_flight, 1);
@@ -43,6 +45,25 @@ notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats)
     if (stats != NULL)
         STAT_ADD(stats->in_flight, 1);
     return r;
+}
+
+int request_client_gone(notesd_req_t *r)
+{
+    h2o_conn_t *conn = r->req->conn;
+    h2o_socket_t *sock =
+        conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+    char byte;
+
+    if (sock == NULL)
+        return 0;
+    int fd = h2o_socket_get_fd(sock);
+    /* Bytes waiting (a pipelined request) mean the client is still there. */
+    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
+        return 0;
+    r->client_gone = 1;
+    shutdown(fd, SHUT_RDWR);
+    return 1;
 }
 
 /* Writes a duration as milliseconds with three decimals (microseconds,

@@ -28,6 +28,7 @@ struct notesd_req {
     int status;          /* the status recorded when the request ended (0: client left) */
     uint8_t route;       /* enum route_id (routes.h) */
     uint8_t timing_sent; /* 1 once the Server-Timing header was added */
+    uint8_t client_gone; /* 1: the client left while we waited; recorded as status 0 */
     h2o_iovec_t param;   /* MATCH_PARAM: the `:param` segment, percent-decoded; MATCH_PREFIX:
                             the rest of the path after the prefix and its "/", as sent */
     /* The handler's clean-up, run first when the request is disposed of; it
@@ -69,6 +70,14 @@ extern const char *const request_method_labels[];
  * and its duration recorded when it ends; with NULL it is not measured.
  * Ownership: the context belongs to req->pool and dies with the request. */
 notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats);
+
+/* For a handler about to answer after waiting (a query, a timer): 1 if the
+ * client has gone meanwhile (its socket shows EOF or a reset). h2o 2.2.5 stops
+ * reading an HTTP/1 connection while its request is handled, so it would not
+ * notice. The request is then recorded with status 0, and the socket is shut
+ * down so the answer the handler still hands h2o is never written: h2o's
+ * write fails and it closes the connection at once. */
+int request_client_gone(notesd_req_t *r);
 
 /* Adds `Server-Timing: db;dur=X, total;dur=Y` (milliseconds with microsecond
  * digits, total up to now) to a response about to start: once, and only for a

@@ -234,6 +234,13 @@ static void fault_answer(notesd_req_t *r)
     }
 }
 
+/* A delayed fault's deadline: a client that left meanwhile is recorded as 0. */
+static void on_fault_due(notesd_req_t *r)
+{
+    request_client_gone(r);
+    fault_answer(r);
+}
+
 /* Clean-up: a pending delay leaves the heap; a reset is counted as status 0,
  * since no response reached the client. */
 static void on_fault_dispose(notesd_req_t *r)
@@ -286,7 +293,7 @@ int fixture_fault(notesd_req_t *r)
     r->on_dispose = on_fault_dispose;
     if (delay_ms == 0) {
         fault_answer(r);
-    } else if (delay_timer_arm(r, r->start_ns + (uint64_t)delay_ms * 1000000, fault_answer) != 0) {
+    } else if (delay_timer_arm(r, r->start_ns + (uint64_t)delay_ms * 1000000, on_fault_due) != 0) {
         f->action = FAULT_ANSWER;
         respond_unavailable(r, "too many pending delayed requests");
     }

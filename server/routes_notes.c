@@ -119,6 +119,7 @@ static void on_query_done(pool_query_t *q, PGresult *res, enum pool_error err)
     notesd_req_t *r = q->data;
 
     r->db_ns += q->duration_ns;
+    request_client_gone(r); /* a client that left is recorded as 0 and gets nothing */
     if (err != POOL_OK || PQresultStatus(res) != PGRES_TUPLES_OK) {
         respond_query_failure(r, res, err);
         return;

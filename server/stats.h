@@ -66,12 +66,14 @@ typedef struct http_series {
  * starts; only the loop's own thread writes it, the metrics page reads it. */
 typedef struct stats_loop {
     http_series_t series[STATS_HTTP_SERIES_MAX];
-    size_t nseries;            /* published with a release store after the entry is ready */
-    http_series_t overflow;    /* the reserved series; read when its count is not 0 */
-    int64_t in_flight;         /* requests received and not yet disposed of */
-    size_t open_connections;   /* accepted and not yet closed, both ports */
-    uint64_t accepted;         /* connections accepted on the API ports (plain and TLS) */
-    uint64_t stalls, stall_ns; /* /stall's pauses of this loop, and their total length */
+    size_t nseries;              /* published with a release store after the entry is ready */
+    http_series_t overflow;      /* the reserved series; read when its count is not 0 */
+    int64_t in_flight;           /* requests received and not yet disposed of */
+    size_t open_connections;     /* accepted and not yet closed, both ports */
+    uint64_t accepted;           /* connections accepted on the API ports (plain and TLS) */
+    uint64_t accept_paused_full; /* times a listener stopped at its connection limit */
+    uint64_t accept_paused_fds;  /* times accept failed for want of descriptors (EMFILE...) */
+    uint64_t stalls, stall_ns;   /* /stall's pauses of this loop, and their total length */
 } stats_loop_t;
 
 void stats_loop_init(stats_loop_t *m);

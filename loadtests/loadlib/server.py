@@ -244,7 +244,9 @@ def target_command(runtime, notesd_bin):
 def target_env(runtime, base, db_url, port, metrics_port, pool_max=20):
     """The environment of a target: `base` plus the settings every command gives it. Both
     listen on 127.0.0.1 only and serve loadtests/static (the peer's ./static is a link to
-    it); notesd runs without Server-Timing (the reference's headers)."""
+    it); notesd runs without Server-Timing (the reference's headers) and with the peer's
+    /primes limit (PRIMES_MAX=10000000; notesd's own default is 1000000), so seed 001's
+    CPU-bound rounds may ask either for the same ?below=."""
     env = dict(base)
     env.update({"DB_URL": db_url, "HOST": "127.0.0.1", "PORT": str(port), "METRICS_PORT": str(metrics_port),
                 "POOL_MAX": str(pool_max), "STATIC_DIR": STATIC_DIR})
@@ -253,7 +255,7 @@ def target_env(runtime, base, db_url, port, metrics_port, pool_max=20):
         if runtime == "deno":
             env["DENO_NO_UPDATE_CHECK"] = "1"
     else:
-        env.update({"SERVER_TIMING": "0", "METRICS_HOST": "127.0.0.1"})
+        env.update({"SERVER_TIMING": "0", "METRICS_HOST": "127.0.0.1", "PRIMES_MAX": "10000000"})
     return env
 
 

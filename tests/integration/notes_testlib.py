@@ -13,9 +13,12 @@ import datetime
 import http.client
 import json
 import os
+import re
+import select
 import signal
 import socket
 import subprocess
+import sys
 import time
 import unittest
 
@@ -100,18 +103,23 @@ def _kill_leftovers():
             proc.wait()
 
 
+# "listening on http://H:P[ (h2c too)][, https://H:T (h2, http/1.1)], metrics on http://H:M/metrics"
+LISTENING = re.compile(r"listening on http://\S+:(\d+)(?: \(h2c too\))?"
+                       r"(?:, https://\S+:(\d+) \(h2, http/1\.1\))?, metrics on http://\S+:(\d+)/metrics")
+
+
 class Notesd:
-    """The real binary, started on free ports; `stop()` returns its exit code."""
+    """The real binary on ports the kernel picks (PORT=0, METRICS_PORT=auto),
+    read back from its start-up line, so no other process can take them between
+    a probe and the bind; `stop()` returns its exit code."""
 
     def __init__(self, db_url, args=(), env=None, port=None, wrapper=(), ready_timeout=15.0):
-        """`port`: where to poll for readiness when args choose the port."""
-        self.port = free_port()
-        self.metrics_port = free_port()
+        """`port`: kept for callers that choose the port with args; the start-up line says it too."""
         full_env = {k: v for k, v in os.environ.items()
                     if k not in ("PORT", "HOST", "POOL_MAX", "METRICS_PORT", "PREPARED",
                                  "PIPELINE_DEPTH")}
-        full_env.update({"DB_URL": db_url, "PORT": str(self.port), "HOST": "127.0.0.1",
-                         "METRICS_PORT": str(self.metrics_port), "METRICS_HOST": "127.0.0.1",
+        full_env.update({"DB_URL": db_url, "PORT": "0", "HOST": "127.0.0.1",
+                         "METRICS_PORT": "auto", "METRICS_HOST": "127.0.0.1",
                          "LOG_LEVEL": "warn"})
         # h2o's per-thread recycling caches are freed by the OS at exit, not by
         # the library; LeakSanitizer would report them on every run.
@@ -124,17 +132,44 @@ class Notesd:
         self.proc = subprocess.Popen([*wrapper, BIN, *args], env=full_env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
         _started.append(self.proc)
+        self._early = b""  # output read while waiting for the start-up line
+        self.port, self.tls_port, self.metrics_port = self._read_ports(ready_timeout)
         if port is not None:
             self.port = port
         poll(self._ready, timeout=ready_timeout, what="notesd to answer /status")
 
+    def _read_ports(self, timeout):
+        """(API port, TLS port or None, metrics port) from the start-up line, read as it is
+        printed."""
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while True:
+            m = LISTENING.search(self._early.decode(errors="replace"))
+            if m:
+                return (int(m.group(1)), int(m.group(2)) if m.group(2) else None,
+                        int(m.group(3)))
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no start-up line from notesd: {self._early.decode()}")
+            if select.select([fd], [], [], left)[0]:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    self.proc.wait(5)
+                    raise AssertionError(f"notesd exited with {self.proc.returncode}: "
+                                         f"{self._early.decode()}")
+                self._early += chunk
+
     def _ready(self):
         if self.proc.poll() is not None:
-            raise AssertionError(f"notesd exited with {self.proc.returncode}: {self.proc.stdout.read()}")
+            raise AssertionError(f"notesd exited with {self.proc.returncode}: {self.read_output()}")
         try:
             return request(self.port, "GET", "/status")[0] == 200
         except OSError:
             return False
+
+    def read_output(self):
+        """Everything notesd printed, once it has exited."""
+        return self._early.decode(errors="replace") + self.proc.stdout.read()
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
         if self.proc.poll() is None:
@@ -145,7 +180,7 @@ class Notesd:
             self.proc.kill()
             self.proc.wait()
             raise
-        self.output = self.proc.stdout.read()
+        self.output = self.read_output()
         self.proc.stdout.close()
         return self.proc.returncode
 
@@ -235,8 +270,22 @@ def count_rows(db):
         return cur.fetchone()
 
 
+# CTest's SKIP_RETURN_CODE for these suites (tests/CMakeLists.txt): a suite
+# that skipped everything it had is reported as skipped, not as passed.
+EXIT_SKIPPED = 77
+
+
 def main():
-    unittest.main(verbosity=2)
+    """Runs the calling suite; exits 0 when it passed, 1 when it failed, and
+    EXIT_SKIPPED when it ran nothing but skips (a suite with some skips and
+    some passes has passed; its skips are listed in its output)."""
+    result = unittest.main(verbosity=2, exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.skipped and len(result.skipped) >= result.testsRun:
+        print(f"all {len(result.skipped)} test(s) skipped", flush=True)
+        sys.exit(EXIT_SKIPPED)
+    sys.exit(0)
 
 
 class PrivatePostgres:

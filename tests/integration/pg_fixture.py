@@ -101,8 +101,11 @@ def stop(state_path):
             state = json.load(f)
     except FileNotFoundError:
         return
-    subprocess.run(as_owner([f"{state['bindir']}/pg_ctl", "-D", state["data"], "-m", "immediate",
-                             "-w", "stop"]), stdout=subprocess.DEVNULL)
+    # Only a running cluster is stopped: a test may have stopped its own already,
+    # and pg_ctl would complain on stderr that the PID file does not exist.
+    if os.path.exists(os.path.join(state["data"], "postmaster.pid")):
+        subprocess.run(as_owner([f"{state['bindir']}/pg_ctl", "-D", state["data"], "-m",
+                                 "immediate", "-w", "stop"]), stdout=subprocess.DEVNULL)
     shutil.rmtree(state["base"], ignore_errors=True)
     os.unlink(state_path)
 

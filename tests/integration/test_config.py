@@ -3,10 +3,11 @@
 status 2, and the README's option and metric tables matching the binary."""
 import os
 import re
+import socket
 import subprocess
 import unittest
 
-from notes_testlib import (BIN, REPO, Notesd, create_database, free_port, main, request)
+from notes_testlib import (BIN, REPO, Notesd, create_database, main, request)
 
 
 def run(args, env=None, timeout=10):
@@ -96,12 +97,14 @@ class ConfigTest(unittest.TestCase):
             server.stop()
 
     def test_flags_override_the_environment(self):
-        port = free_port()
-        # Notesd() puts a PORT of its own in the environment; the flag must win.
-        server = Notesd(self.db_url, args=["--port", str(port), "--pool-max", "3"],
-                        env={"POOL_MAX": "7"}, port=port)
+        # PORT names a port that is taken: only the flag's 0 (a free port) lets notesd start.
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            server = Notesd(self.db_url, args=["--port", "0", "--pool-max", "3"],
+                            env={"POOL_MAX": "7", "PORT": str(taken.getsockname()[1])})
         try:
-            self.assertEqual(request(port, "GET", "/status")[0], 200)
+            self.assertEqual(request(server.port, "GET", "/status")[0], 200)
             self.assertIn("notes_db_pool_max_connections 3\n", server.metrics())
         finally:
             self.assertEqual(server.stop(), 0)
@@ -109,7 +112,7 @@ class ConfigTest(unittest.TestCase):
     def test_the_start_up_line_names_the_statements_and_the_pipeline(self):
         for args, words in ((["--pipeline", "8"], "(unnamed statements, pipeline 8)"),
                             (["--prepared", "--pipeline=4"], "(prepared statements, pipeline 4)"),
-                            ([], "(unnamed statements), database")):
+                            ([], "(unnamed statements), max connections")):
             with self.subTest(args=args):
                 server = Notesd(self.db_url, args=args, env={"LOG_LEVEL": "info"})
                 self.assertEqual(server.stop(), 0)

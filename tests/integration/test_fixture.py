@@ -14,7 +14,7 @@ import tempfile
 import time
 import unittest
 
-from notes_testlib import (BIN, SANITIZED, Notesd, ServerTestCase, create_database, free_port,
+from notes_testlib import (BIN, SANITIZED, Notesd, ServerTestCase, create_database,
                            main, poll, proc_stat, request)
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
@@ -370,10 +370,10 @@ class Http2Test(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="notesd-tls-")
         cls.cert, cls.key = make_certificate(cls.tmp)
         cls.db_url = create_database("fixture_h2")
-        cls.tls_port = free_port()
-        cls.server = Notesd(cls.db_url, ["--tls-port", str(cls.tls_port), "--tls-cert", cls.cert,
+        # Both ports are the kernel's picks, read back from the start-up line.
+        cls.server = Notesd(cls.db_url, ["--tls-port", "auto", "--tls-cert", cls.cert,
                                          "--tls-key", cls.key, "--h2c"])
-        cls.port = cls.server.port
+        cls.port, cls.tls_port = cls.server.port, cls.server.tls_port
 
     @classmethod
     def tearDownClass(cls):
@@ -532,9 +532,9 @@ class TlsSettingsTest(unittest.TestCase):
             os.mkdir(os.path.join(tmp, "other"))
             _, other_key = make_certificate(os.path.join(tmp, "other"))
             env = {k: v for k, v in os.environ.items() if k not in ("PORT", "DB_URL")}
-            env.update({"DB_URL": "postgresql://u@127.0.0.1:1/x", "PORT": str(free_port()),
+            env.update({"DB_URL": "postgresql://u@127.0.0.1:1/x", "PORT": "0",
                         "METRICS_PORT": "0", "ASAN_OPTIONS": "detect_leaks=0"})
-            tls = ["--tls-port", str(free_port())]
+            tls = ["--tls-port", "auto"]
             cases = [
                 (tls + ["--tls-cert", "/nonexistent.pem", "--tls-key", key], "TLS_CERT"),
                 (tls + ["--tls-cert", cert, "--tls-key", "/nonexistent.pem"], "TLS_KEY"),

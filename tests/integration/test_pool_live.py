@@ -464,7 +464,13 @@ class DrainTest(unittest.TestCase):
             # One request in flight for sure: its PUT waits for a row lock.
             holder.start()
             poll(lambda: waiting_on_lock(admin, "poollive_drain"), what="the blocked PUT")
-            opened_before = value(parse(server.metrics()), "notes_db_connections_opened_total")
+            # A connection still connecting would open during the drain though it
+            # was started before it: wait until every open one has connected.
+            def settled():
+                m = parse(server.metrics())
+                opened = value(m, "notes_db_connections_opened_total")
+                return opened if opened == value(m, "notes_db_pool_connections") else None
+            opened_before = poll(settled, what="no database connection still connecting")
             sigterm_at = time.monotonic()
             server.proc.send_signal(signal.SIGTERM)
             poll(lambda: all(not r.is_alive() for r in readers), what="the readers turned away")

@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
@@ -56,13 +57,25 @@ class Notesd:
         binary = os.environ.get("NOTESD_BIN", os.path.join(REPO, "build", "notesd"))
         if not os.access(binary, os.X_OK):
             raise unittest.SkipTest(f"no notesd binary at {binary} (server/build.sh builds it)")
-        self.port, self.metrics_port = free_port(), free_port()
+        # Ports the kernel picks, read back from notesd's start-up line: nothing
+        # else can take them between a probe and the bind.
         env = dict(os.environ, DB_URL="postgresql://x@127.0.0.1:1/x", LOG_LEVEL="warn")
         self.proc = subprocess.Popen(
-            [binary, "--host", "127.0.0.1", "--port", str(self.port), "--metrics-host",
-             "127.0.0.1", "--metrics-port", str(self.metrics_port)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [binary, "--host", "127.0.0.1", "--port", "0", "--metrics-host", "127.0.0.1",
+             "--metrics-port", "auto"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.port = self.metrics_port = None
         deadline = time.monotonic() + 10
+        while self.port is None:
+            line = self.proc.stdout.readline()  # the line comes first, or notesd exits
+            m = re.search(r"listening on http://\S+:(\d+), metrics on http://\S+:(\d+)/", line)
+            if m:
+                self.port, self.metrics_port = int(m.group(1)), int(m.group(2))
+            elif not line or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"notesd did not start: {line}")
+        # Nothing reads the rest of its output; let it go nowhere instead of filling the pipe.
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
         while True:
             try:
                 urllib.request.urlopen(self.url("/status"), timeout=1).read()

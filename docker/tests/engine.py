@@ -55,6 +55,9 @@ RUNTIME_BINARIES = {"node": "node/bin/node", "bun": "bun/bin/bun.exe", "deno": "
 # official 26.10.0 image has its release's npm 11, which only runs `npm ci` here.
 STANDIN_NPM = "11.20.0"
 STANDIN_LABEL = "org.notesd.standin"
+# The certificate authorities the host trusts (Debian's ca-certificates, with
+# the local ones update-ca-certificates added).
+CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 
 def _exit_on_signal(signum, frame):
@@ -288,6 +291,17 @@ class Engine:
                           build_args={"DEBIAN_BASE": DEBIAN_BASE}, log_name=f"standin-{runtime}")
         return f"stand-in, {took:.0f} s"
 
+    @staticmethod
+    def _copy_ca_bundle(context):
+        """The host's CA bundle for the node stand-in's npm (Dockerfile.runtimes
+        says why); rewritten only when it changed, so the build cache holds."""
+        with open(CA_BUNDLE, "rb") as f:
+            data = f.read()
+        dest = os.path.join(context, "ca-certificates.crt")
+        if not os.path.exists(dest) or open(dest, "rb").read() != data:
+            with open(dest, "wb") as f:
+                f.write(data)
+
     def is_standin(self, ref):
         fmt = '{{index .Config.Labels "' + STANDIN_LABEL + '"}}'
         r = self.run("image", "inspect", "--format", fmt, ref, check=False)
@@ -305,6 +319,7 @@ class Engine:
         digest = hashlib.sha256(b"".join(open(f, "rb").read() for f in files) + STANDIN_NPM.encode()).hexdigest()
         stamp = os.path.join(work, "stamp")
         if os.path.isdir(context) and os.path.exists(stamp) and open(stamp).read() == digest:
+            self._copy_ca_bundle(context)
             return context
         npm = shutil.which("npm")
         if not npm:
@@ -332,6 +347,7 @@ class Engine:
                 raise AssertionError(f"{runtime} from npm reports {out.strip()!r}, package.json pins {pins[runtime]}")
         shutil.copytree(os.path.join(npm_prefix, "node_modules", "npm"), os.path.join(context, "npm"),
                         symlinks=True, copy_function=os.link)
+        self._copy_ca_bundle(context)
         with open(stamp, "w") as f:
             f.write(digest)
         print(f"engine: npm installed node {pins['node']}, bun {pins['bun']}, deno {pins['deno']} "

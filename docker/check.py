@@ -31,7 +31,8 @@ What it checks:
                over TCP; `docker-compose config -q` accepts them
   dockerfiles  the notesd build stage runs server/build.sh; the runtime stage is
                non-root (UID 10001), exposes 8080 and 9091, has a health check;
-               the peer image follows the one-node_modules pattern
+               the peer image follows the one-node_modules pattern, and its
+               bases have the runtime versions loadtests/peers/runtimes pins
   defaults     ports and paths in compose, Dockerfiles and Prometheus agree with
                notesd's defaults in README.md; every mounted or copied path exists
   libraries    (when a built notesd is at hand) the runtime packages provide every
@@ -128,12 +129,16 @@ DEFINITIONS = HERE / "grafana" / "provisioning" / "dashboards" / "definitions"
 DOCKERFILE = HERE / "Dockerfile"
 PEERS_DOCKERFILE = HERE / "Dockerfile.peers"
 README = ROOT / "README.md"
-# The seed's three runtime images and start commands.
+# The three runtime images and start commands. Their versions are the harness's
+# (PEER_RUNTIMES, from npm), which check_peer_versions holds them to.
 PEER_BASES = {
-    "node": ("node:26.13.1-trixie-slim", "node server.js"),
+    "node": ("node:26.10.0-bookworm-slim", "node server.js"),
     "bun": ("oven/bun:1.4.4-debian", "bun server.js"),
-    "deno": ("denoland/deno:debian-2.9.8", "deno run -A server.js"),
+    "deno": ("denoland/deno:debian-2.9.6", "deno run -A server.js"),
 }
+PEER_RUNTIMES = ROOT / "loadtests" / "peers" / "runtimes"
+# The image test's stand-ins for those bases, one target per runtime.
+RUNTIMES_DOCKERFILE = HERE / "tests" / "Dockerfile.runtimes"
 RUNTIME_PACKAGES = {"libh2o-evloop0.13", "libpq5", "libcjson1", "libbrotli1", "ca-certificates"}
 
 
@@ -869,6 +874,39 @@ def check_peers_dockerfile():
     return problems
 
 
+def image_version(ref):
+    """The x.y.z in an image's tag: node:26.10.0-bookworm-slim, oven/bun:1.4.4-debian,
+    denoland/deno:debian-2.9.6."""
+    m = re.search(r"(?<![\d.])(\d+\.\d+\.\d+)(?![\d.])", ref.rsplit(":", 1)[-1])
+    return m.group(1) if m else None
+
+
+def check_peer_versions():
+    """The peer images run the runtimes the harness runs: every base's tag has
+    the version loadtests/peers/runtimes pins (package.json and its lockfile),
+    and the files that name the bases name these."""
+    problems = []
+    pins = json.loads((PEER_RUNTIMES / "package.json").read_text(encoding="utf-8"))["dependencies"]
+    lock = json.loads((PEER_RUNTIMES / "package-lock.json").read_text(encoding="utf-8"))["packages"]
+    for rt, (base, _) in PEER_BASES.items():
+        version = image_version(base)
+        locked = (lock.get(f"node_modules/{rt}") or {}).get("version")
+        if version is None:
+            problems.append(f"{base}: no x.y.z version in the tag")
+        elif version != pins.get(rt) or version != locked:
+            problems.append(f"{base} runs {rt} {version}, the harness pins {pins.get(rt)} "
+                            f"(package.json) and locks {locked}: bump them together")
+    for path in (PEERS_DOCKERFILE, RUNTIMES_DOCKERFILE, HERE / "README.md"):
+        text = path.read_text(encoding="utf-8")
+        for rt, (base, _) in PEER_BASES.items():
+            if base not in text:
+                problems.append(f"{rel(path)} does not name {rt}'s base {base}")
+    targets = set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", RUNTIMES_DOCKERFILE.read_text(), re.M | re.I))
+    if targets != set(PEER_BASES):
+        problems.append(f"{rel(RUNTIMES_DOCKERFILE)} targets {sorted(targets)}, expected {sorted(PEER_BASES)}")
+    return problems
+
+
 def ignore_entries(path):
     return {l.strip() for l in path.read_text(encoding="utf-8").splitlines()
             if l.strip() and not l.startswith("#")}
@@ -1126,6 +1164,7 @@ def main():
     report.run("docker-compose config -q", check_docker_compose_config)
     report.run("Dockerfile: build.sh build stage, non-root runtime stage", check_dockerfile)
     report.run("Dockerfile.peers: one node_modules, three runtimes", check_peers_dockerfile)
+    report.run("peer bases run the harness's runtime versions (loadtests/peers/runtimes)", check_peer_versions)
     report.run("dockerignore files next to the Dockerfiles", check_dockerignore)
     report.run("ports and defaults agree with README.md", check_defaults)
     report.run("compose.offline.yaml: host networking, Debian stand-ins, ports", check_offline_overlay)

@@ -28,6 +28,10 @@ TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml python3-brotli prometheus c
                libclang-rt-14-dev clang-format wrk valgrind docker-compose graphviz docker.io mmdebstrap
                nghttp2-client apache2-utils hey siege httperf python3-locust iproute2)
 command -v kubectl >/dev/null || TEST_PACKAGES+=(kubernetes-client)
+# npm installs the peer runtimes the image test wraps into stand-ins of the peer
+# images' bases (a Node.js from outside Debian ships its own npm, and conflicts
+# with Debian's package).
+command -v npm >/dev/null || TEST_PACKAGES+=(npm)
 
 build=1
 for arg in "$@"; do

@@ -2,14 +2,17 @@
 
 Owns: finding or starting a dockerd (isolated data-root, exec-root, pid file and
 socket; no bridge, no iptables), stopping what it started by PID, the
-mmdebstrap stand-in for the pinned Debian base image, and building images with
-host networking. It does not know what the images are for; the tests do.
+stand-ins for pinned base images no registry serves here (the mmdebstrap
+Debian base; the peer runtimes' bases, that base plus the runtime from npm),
+and building images with host networking. It does not know what the images
+are for; the tests do.
 
 Every container and every build uses the host's network (the daemon has no
 bridge at all), so nothing leaves loopback except apt's and npm's downloads.
 """
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -39,6 +42,22 @@ SLIM_DPKG_OPTIONS = ["path-exclude=/usr/share/doc/*", "path-include=/usr/share/d
                      "path-exclude=/usr/share/locale/*",
                      "path-include=/usr/share/locale/locale.alias"]
 SLIM_APT_OPTIONS = ['Dir::Cache::pkgcache ""', 'Dir::Cache::srcpkgcache ""']
+
+# The peer runtimes: the harness's lockfile (node, bun, deno from npm) and the
+# Dockerfile whose targets wrap each binary into a stand-in base image.
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RUNTIMES_DIR = os.path.join(REPO, "loadtests", "peers", "runtimes")
+RUNTIMES_DOCKERFILE = os.path.join(REPO, "docker", "tests", "Dockerfile.runtimes")
+# Where `npm ci` leaves each runtime's binary, relative to node_modules.
+RUNTIME_BINARIES = {"node": "node/bin/node", "bun": "bun/bin/bun.exe", "deno": "deno/deno"}
+# The node stand-in needs npm (Dockerfile.peers's deps stage runs npm ci); the
+# node npm package carries none. This is the npm Node 26.11.0 ships; the
+# official 26.10.0 image has its release's npm 11, which only runs `npm ci` here.
+STANDIN_NPM = "11.20.0"
+STANDIN_LABEL = "org.notesd.standin"
+# The certificate authorities the host trusts (Debian's ca-certificates, with
+# the local ones update-ca-certificates added).
+CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 
 def _exit_on_signal(signum, frame):
@@ -252,9 +271,88 @@ class Engine:
                 raise AssertionError(f"mmdebstrap failed: {r.stdout[-1500:]}")
             os.rename(part, tarball)
             print(f"engine: mmdebstrap built {tarball} in {time.monotonic() - t0:.0f} s")
-        self.run("import", "--change", 'CMD ["bash"]', "--change", "LABEL org.notesd.standin=mmdebstrap",
+        self.run("import", "--change", 'CMD ["bash"]', "--change", f"LABEL {STANDIN_LABEL}=mmdebstrap",
                  "--message", "stand-in for " + ref + ", built by mmdebstrap", tarball, ref)
         return "stand-in"
+
+    def ensure_runtime_base(self, ref, runtime):
+        """Makes the peer base `ref` (node, bun or deno image) available. A
+        pulled original is used as it is; otherwise a stand-in is built from
+        docker/tests/Dockerfile.runtimes (target `runtime`) on the Debian base
+        and tagged `ref`. The stand-in is rebuilt every run, which BuildKit's
+        cache makes a matter of seconds, so an edit of that file takes effect."""
+        if self.has_image(ref) and not self.is_standin(ref):
+            return "present"
+        if os.environ.get("NOTESD_DOCKER_PULL") == "1":
+            if self.run("pull", ref, check=False, timeout=300).returncode == 0:
+                return "pulled"
+        context = self.runtimes_context()
+        took = self.build(ref, RUNTIMES_DOCKERFILE, context, target=runtime,
+                          build_args={"DEBIAN_BASE": DEBIAN_BASE}, log_name=f"standin-{runtime}")
+        return f"stand-in, {took:.0f} s"
+
+    @staticmethod
+    def _copy_ca_bundle(context):
+        """The host's CA bundle for the node stand-in's npm (Dockerfile.runtimes
+        says why); rewritten only when it changed, so the build cache holds."""
+        with open(CA_BUNDLE, "rb") as f:
+            data = f.read()
+        dest = os.path.join(context, "ca-certificates.crt")
+        if not os.path.exists(dest) or open(dest, "rb").read() != data:
+            with open(dest, "wb") as f:
+                f.write(data)
+
+    def is_standin(self, ref):
+        fmt = '{{index .Config.Labels "' + STANDIN_LABEL + '"}}'
+        r = self.run("image", "inspect", "--format", fmt, ref, check=False)
+        return r.returncode == 0 and r.stdout.strip() not in ("", "<no value>")
+
+    def runtimes_context(self):
+        """The build context of Dockerfile.runtimes: the three binaries and
+        npm's package directory, hard links into `npm ci` of the harness's
+        lockfile in the cache directory (never into the source tree). Installed
+        again only when the lockfile or STANDIN_NPM changes; every binary must
+        report the version package.json pins."""
+        work = os.path.join(self.cache, "peer-runtimes")
+        context = os.path.join(work, "context")
+        files = [os.path.join(RUNTIMES_DIR, n) for n in ("package.json", "package-lock.json")]
+        digest = hashlib.sha256(b"".join(open(f, "rb").read() for f in files) + STANDIN_NPM.encode()).hexdigest()
+        stamp = os.path.join(work, "stamp")
+        if os.path.isdir(context) and os.path.exists(stamp) and open(stamp).read() == digest:
+            self._copy_ca_bundle(context)
+            return context
+        npm = shutil.which("npm")
+        if not npm:
+            raise AssertionError("npm is needed to install the peer runtimes from npm (Debian package npm)")
+        shutil.rmtree(work, ignore_errors=True)
+        install, npm_prefix = os.path.join(work, "install"), os.path.join(work, "npm")
+        os.makedirs(install)
+        os.makedirs(npm_prefix)
+        for f in files:
+            shutil.copy(f, install)
+        t0 = time.monotonic()
+        for cwd, args in ((install, ["ci"]), (npm_prefix, ["install", "--no-save", f"npm@{STANDIN_NPM}"])):
+            r = subprocess.run([npm, *args, "--no-audit", "--no-fund"], cwd=cwd, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
+            if r.returncode != 0:
+                raise AssertionError(f"npm {' '.join(args)} in {cwd} failed: {r.stdout[-1500:]}")
+        os.makedirs(context)
+        pins = json.load(open(files[0]))["dependencies"]
+        for runtime, rel in RUNTIME_BINARIES.items():
+            dest = os.path.join(context, runtime)
+            os.link(os.path.join(install, "node_modules", rel), dest)
+            out = subprocess.run([dest, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True).stdout
+            if pins[runtime] not in out.split("\n")[0]:
+                raise AssertionError(f"{runtime} from npm reports {out.strip()!r}, package.json pins {pins[runtime]}")
+        shutil.copytree(os.path.join(npm_prefix, "node_modules", "npm"), os.path.join(context, "npm"),
+                        symlinks=True, copy_function=os.link)
+        self._copy_ca_bundle(context)
+        with open(stamp, "w") as f:
+            f.write(digest)
+        print(f"engine: npm installed node {pins['node']}, bun {pins['bun']}, deno {pins['deno']} "
+              f"and npm {STANDIN_NPM} in {time.monotonic() - t0:.0f} s ({work})", flush=True)
+        return context
 
 
 @contextlib.contextmanager

@@ -33,17 +33,15 @@ What it reports, and its quirks:
 import json
 import math
 import os
-import shutil
 import subprocess
 from urllib.parse import urlsplit
 
+from . import _npm
 from .base import Errors, Latency, RunSpec, ToolResult
 
 NAME = "artillery"
 INSTALL_HINT = "loadtests/tools/install.sh"
 
-NPM_BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
-                       "node_modules", ".bin")
 SCRIPT = "artillery-script.json"
 PROCESSOR = "artillery-processor.js"
 REPORT = "artillery-report.json"
@@ -58,12 +56,7 @@ RESET_CODES = ("ECONNRESET", "EPIPE", "ERR_STREAM_PREMATURE_CLOSE")
 
 
 def binary():
-    """The pinned binary from loadtests/tools, else one on PATH (the pinned path
-    when there is neither, so a command line can still be shown)."""
-    pinned = os.path.normpath(os.path.join(NPM_BIN, NAME))
-    if os.access(pinned, os.X_OK):
-        return pinned
-    return shutil.which(NAME) or pinned
+    return _npm.binary(NAME)
 
 
 def available() -> bool:

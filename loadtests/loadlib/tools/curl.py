@@ -33,13 +33,13 @@ What it reports, and its quirks:
   code 16 ("Error in the HTTP2 framing layer") without sending anything, so a
   count run over h2c completes one request. parse() says so in notes.
 """
-import math
 import os
 import re
 import shlex
 import shutil
 import subprocess
 
+from ..quantile import percentile
 from .base import Latency, RunSpec, ToolResult
 
 NAME = "curl"
@@ -85,9 +85,6 @@ def command(spec: RunSpec, workdir: str) -> list:
     return ["sh", "-c", f"{stamp}; {' '.join(shlex.quote(a) for a in argv)}; {stamp}"]
 
 
-def nearest_rank(sorted_values, p):
-    return sorted_values[max(0, math.ceil(p / 100 * len(sorted_values)) - 1)]
-
 
 def parse(stdout: str, stderr: str, workdir: str, spec: RunSpec) -> ToolResult:
     result = ToolResult(tool=NAME)
@@ -122,7 +119,7 @@ def parse(stdout: str, stderr: str, workdir: str, spec: RunSpec) -> ToolResult:
                             "connection; they were never sent")
     if times:
         times.sort()
-        result.latency = Latency(mean=sum(times) / len(times), p50=nearest_rank(times, 50),
-                                 p90=nearest_rank(times, 90), p99=nearest_rank(times, 99),
+        result.latency = Latency(mean=sum(times) / len(times), p50=percentile(times, 50),
+                                 p90=percentile(times, 90), p99=percentile(times, 99),
                                  max=times[-1])
     return result

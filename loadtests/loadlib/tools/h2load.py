@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 
+from ..quantile import percentile
 from .base import Latency, RunSpec, ToolResult
 
 NAME = "h2load"
@@ -78,9 +79,6 @@ def _log_times(workdir):
     return sorted(times)
 
 
-def nearest_rank(sorted_values, p):
-    return sorted_values[max(0, math.ceil(p / 100 * len(sorted_values)) - 1)]
-
 
 def parse(stdout: str, stderr: str, workdir: str, spec: RunSpec) -> ToolResult:
     result = ToolResult(tool=NAME)
@@ -119,9 +117,9 @@ def parse(stdout: str, stderr: str, workdir: str, spec: RunSpec) -> ToolResult:
     result.latency = Latency(
         mean=_ms(t.group(3)) if t and result.requests else None,
         max=_ms(t.group(2)) if t and result.requests else None,
-        p50=nearest_rank(times, 50) if times else None,
-        p90=nearest_rank(times, 90) if times else None,
-        p99=nearest_rank(times, 99) if times else None,
+        p50=percentile(times, 50) if times else None,
+        p90=percentile(times, 90) if times else None,
+        p99=percentile(times, 99) if times else None,
     )
     result.notes.append("h2load's percentiles are computed from its --log-file "
                         "(microseconds, completed requests)")

@@ -31,6 +31,7 @@ import math
 import shutil
 import subprocess
 
+from ..quantile import percentile
 from .base import Latency, RunSpec, ToolResult
 
 NAME = "hey"
@@ -63,9 +64,6 @@ def command(spec: RunSpec, workdir: str) -> list:
     return argv + ["-o", "csv", spec.url]
 
 
-def nearest_rank(sorted_values, p):
-    return sorted_values[max(0, math.ceil(p / 100 * len(sorted_values)) - 1)]
-
 
 def parse(stdout: str, stderr: str, workdir: str, spec: RunSpec) -> ToolResult:
     result = ToolResult(tool=NAME)
@@ -88,8 +86,8 @@ def parse(stdout: str, stderr: str, workdir: str, spec: RunSpec) -> ToolResult:
     result.rps = result.requests / end if end > 0 else 0.0
     if times:
         times.sort()
-        result.latency = Latency(mean=sum(times) / len(times), p50=nearest_rank(times, 50),
-                                 p90=nearest_rank(times, 90), p99=nearest_rank(times, 99),
+        result.latency = Latency(mean=sum(times) / len(times), p50=percentile(times, 50),
+                                 p90=percentile(times, 90), p99=percentile(times, 99),
                                  max=times[-1])
     result.notes.append("hey's CSV gives 0.1 ms resolution; duration is the end of the last "
                         "response, req/s is requests over it")

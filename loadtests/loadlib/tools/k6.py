@@ -39,7 +39,8 @@ import subprocess
 from .base import Latency, RunSpec, ToolResult
 
 NAME = "k6"
-INSTALL_HINT = "k6 is not in Debian or npm: install it from its upstream package"
+INSTALL_HINT = ("k6 is not in Debian or npm: install it from its upstream package, or run the "
+                "scripts in Compose: docker compose -f docker/compose.yaml run --rm k6")
 
 SCRIPT = "k6-script.js"
 SUMMARY = "k6-summary.json"

@@ -36,13 +36,13 @@ import math
 import os
 import shutil
 
+from . import _npm
 from .base import Latency, RunSpec, ToolResult
 
 NAME = "loadtest"
 INSTALL_HINT = "loadtests/tools/install.sh"
 
-NODE_MODULES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                                             "..", "tools", "node_modules"))
+NODE_MODULES = _npm.NODE_MODULES
 RUNNER = "run-loadtest.mjs"
 RUNNER_SOURCE = """\
 // One loadtest run through its API; prints the result object as JSON.

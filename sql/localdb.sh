@@ -16,7 +16,12 @@
 #
 # Environment:
 #   NOTESD_PGDATA  data directory (default: <repo>/.localdb/pgdata)
-#   NOTESD_PGPORT  TCP port (default: 54329)
+#   NOTESD_PGPORT  TCP port (default: 54329; see below)
+#
+# Port: without NOTESD_PGPORT, `start` takes 54329, or the first free port of
+# 54330..54399 when another server (another checkout's private PostgreSQL, say)
+# already listens there, and says so. The other commands find the port again in
+# the running cluster's postmaster.pid. With NOTESD_PGPORT, that port or an error.
 #
 # PostgreSQL refuses to run as root.  When invoked as root, initdb and pg_ctl
 # run as the `postgres` user (runuser) and the data directory belongs to it.
@@ -26,7 +31,8 @@ set -euo pipefail
 
 SQL_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$SQL_DIR")"
-PORT="${NOTESD_PGPORT:-54329}"
+DEFAULT_PORT=54329
+PORT="${NOTESD_PGPORT:-$DEFAULT_PORT}"
 DB=notes
 PG_OS_USER=postgres   # OS account that owns the cluster when invoked as root
 
@@ -180,13 +186,44 @@ random_page_cost = 1.1
 EOF
 }
 
+# True when something accepts TCP connections on 127.0.0.1:$1 (bash's /dev/tcp).
+port_answers() { timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+
+# The ports `start` may use: NOTESD_PGPORT alone when it is set, else the default
+# and then the next 70.
+candidate_ports() {
+  if [[ -n "${NOTESD_PGPORT:-}" ]]; then echo "$PORT"; else seq "$DEFAULT_PORT" $((DEFAULT_PORT + 70)); fi
+}
+
+# Starts the cluster on the first candidate port that is free. A port can be
+# taken between the check and the bind, so a start that fails on "Address
+# already in use" moves on to the next port too.
 start_server() {
-  if ! as_owner "$BIN/pg_ctl" -D "$DATADIR" -l "$LOGFILE" -w \
-        -o "-p $PORT -k '$DATADIR'" start >/dev/null; then
+  local p lines
+  for p in $(candidate_ports); do
+    if port_answers "$p"; then
+      info "port $p is taken by another server"
+      continue
+    fi
+    lines=0
+    if [[ -f "$LOGFILE" ]]; then lines="$(wc -l <"$LOGFILE")"; fi
+    if as_owner "$BIN/pg_ctl" -D "$DATADIR" -l "$LOGFILE" -w \
+          -o "-p $p -k '$DATADIR'" start >/dev/null; then
+      [[ "$p" == "$DEFAULT_PORT" || -n "${NOTESD_PGPORT:-}" ]] || info "listening on port $p instead of $DEFAULT_PORT"
+      return 0
+    fi
+    if tail -n +"$((lines + 1))" "$LOGFILE" 2>/dev/null | grep -q "Address already in use"; then
+      info "port $p is taken by another server"
+      continue
+    fi
     echo "localdb: pg_ctl start failed; last lines of $LOGFILE:" >&2
     tail -n 20 "$LOGFILE" >&2 || true
     exit 1
+  done
+  if [[ -n "${NOTESD_PGPORT:-}" ]]; then
+    die "NOTESD_PGPORT=$PORT is taken by another server; choose another port"
   fi
+  die "every port of $DEFAULT_PORT..$((DEFAULT_PORT + 70)) is taken; set NOTESD_PGPORT"
 }
 
 ensure_database() {

@@ -40,14 +40,17 @@ def real_reconcile(tmp):
         return json.load(f)
 
 
-def scrape(k, waiting, lag_sum, lag_count):
+def scrape(k, waiting, lag_sum, lag_count, target):
+    # each target's own used heap: malloc's on notesd, the engine's heapUsed on the peer
+    used = ("notes_malloc_heap_used_bytes" if target in ("notesd", "native") else "nodejs_heap_size_used_bytes")
     return (f"# SCRAPE unix={T0 + k + 0.5:.3f} status=200\n"
             "# TYPE notes_db_pool_waiting_requests gauge\n"
             f"notes_db_pool_waiting_requests {waiting}\n"
             f"notes_db_pool_connections 20\n"
             f"notes_eventloop_delay_seconds_sum {lag_sum}\n"
             f"notes_eventloop_delay_seconds_count {lag_count}\n"
-            f"process_heap_bytes {30 * MIB}\n"
+            f"process_heap_bytes {300 * MIB}\n"
+            f"{used} {(4 if used.startswith('notes') else 30) * MIB}\n"
             'notes_build_info{version="0.1.0",runtime="native",h2o_version="2.2.5",libpq_version="15.20"} 1\n')
 
 
@@ -68,7 +71,7 @@ def write_test(mdir, target, rnd, mode, rps, rec, mismatch=False):
     text, lag_sum, lag_count = [], 0.0, 0
     for k in range(-1, 11):
         before_window = k + 0.5 < 2
-        text.append(scrape(k, 100 if before_window else 5, round(lag_sum, 6), lag_count))
+        text.append(scrape(k, 100 if before_window else 5, round(lag_sum, 6), lag_count, target))
         lag_sum += 0.05 if k + 1.5 <= 2 else 0.02
         lag_count += 10
     with gzip.open(os.path.join(mdir, "metrics.prom.gz"), "wt") as f:
@@ -139,7 +142,10 @@ class Analysis(unittest.TestCase):
                                           "steal": [0.0, 1.0]})
         self.assertAlmostEqual(t["other_cpu_pct"], 0.0)     # 130 - 90 - 40 - 25 < 0: nothing else ran
         self.assertAlmostEqual(t["rss_mib"], 50.0)
-        self.assertAlmostEqual(t["heap_mib"], 30.0)
+        self.assertAlmostEqual(t["heap_used_mib"], 4.0)
+        self.assertEqual(t["heap_used_metric"], "notes_malloc_heap_used_bytes")
+        self.assertAlmostEqual(t["vmdata_mib"], 300.0)
+        self.assertAlmostEqual(summary["medians"]["node"]["read"]["heap_used_mib"], 30.0)
         self.assertEqual(t["window"], {"from_s": 2.0, "to_s": 10.0})
         self.assertEqual(t["reconcile"]["result"], "OK")
         m = summary["medians"]
@@ -149,6 +155,7 @@ class Analysis(unittest.TestCase):
         self.assertAlmostEqual(m["node"]["startup_s"], 0.55)
         self.assertEqual(summary["labels"], {"notesd": "notesd 0.1.0", "node": "Node 26.10.0"})
         self.assertEqual(summary["total_requests"], 8 * 24726)
+        self.assertEqual(summary["totals"]["node"], {"tests": 4, "with_client_figures": 4, "requests": 4 * 24726})
 
         with open(os.path.join(self.out, "report.md")) as f:
             report = f.read()
@@ -161,7 +168,12 @@ class Analysis(unittest.TestCase):
         self.assertIn("| RSS during reads | 50 MiB | 50 MiB |", report)
         self.assertIn("| Startup to first 200 | 20.0 ms | 0.55 s |", report)
         self.assertIn("All 8 tests finished with 0 failed requests", report)
+        self.assertIn("Requests counted by wrk: notesd 0.1.0 98,904 in 4 tests; Node 26.10.0 98,904 in 4 tests.",
+                      report)
         self.assertIn("All 8 tests reconciled.", report)
+        self.assertIn("| Used heap, reads | 4.0 MiB | 30 MiB |", report)
+        self.assertNotIn("incomplete", report)
+        self.assertNotIn("n/a", report)
         self.assertIn("| notesd 0.1.0 | 1 | Reads | 24,726 | 24,733 | +7 | 8 | 5.96 ms |", report)
         self.assertIn("| 5.96 ms | 2.87 ms (1–3) | +3.09 ms | OK |", report)
         self.assertNotIn("shared the machine with other work", report)
@@ -192,6 +204,28 @@ class Analysis(unittest.TestCase):
         self.assertIn("**MISMATCH**", report)
         self.assertIn("`MISMATCH total: client 1, server 0, difference -1 (test)`", report)
         self.assertIn("## Problems", report)
+
+    def test_a_reconcile_error_is_a_problem_with_its_missing_figures_first(self):
+        make_run(self.out)
+        for rnd in (1, 2):
+            os.unlink(os.path.join(self.out, f"r{rnd}", "node", "json", "reconcile.json"))
+            with open(os.path.join(self.out, f"r{rnd}", "node", "json", "reconcile.txt"), "w") as f:
+                f.write("reconcile: before.prom: line 1: not a sample: '3480'\n")
+        summary = analyze.analyze(self.out)
+        self.assertEqual(summary["problems"][:2], ["[round 1/2] node json: reconcile ERROR",
+                                                   "[round 2/2] node json: reconcile ERROR"])
+        self.assertIn("[round 1/2] node json: no req/s, p95, p99 (reconcile failed, so the load tool's figures "
+                      "were not read)", summary["problems"])
+        self.assertEqual(summary["totals"]["node"], {"tests": 4, "with_client_figures": 2, "requests": 2 * 24726})
+        with open(os.path.join(self.out, "report.md")) as f:
+            report = f.read()
+        head = report.split("## Results")[0]
+        self.assertIn("**This run is incomplete: 4 problems.**", head)
+        self.assertIn("## Problems", head)
+        self.assertIn("- [round 2/2] node json: reconcile ERROR", head)
+        self.assertNotIn("All 8 tests finished", report)
+        self.assertIn("wrk counted requests in 6 of 8 tests: notesd 0.1.0 98,904 in 4 tests; Node 26.10.0 49,452 "
+                      "in 2 tests (of 4: the others have no count).", report)
 
     def test_failed_requests_are_reported(self):
         make_run(self.out)

@@ -1,14 +1,14 @@
 """Prometheus text format: parsing a /metrics page into samples, picking series,
 and the deltas of counters and histograms between two scrapes.
 
-Owns the format only; fetching a page is scrape_text() here, over plain
-http.client, and quantiles of a histogram are in quantile.py. Exemplars
+Owns the format only; fetching a page is scrape_text() here, through httpc (loadlib's
+one HTTP client), and quantiles of a histogram are in quantile.py. Exemplars
 (`# {...} value`) and timestamps after a sample are read past, never kept.
 """
-import http.client
 import math
 import re
-import urllib.parse
+
+from . import httpc
 
 
 class InputError(Exception):
@@ -192,17 +192,10 @@ def read_metrics(path):
 
 
 def scrape_text(url, timeout=10.0):
-    """(status, text) of GET url; raises OSError when nothing answers."""
-    u = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
-    try:
-        conn.request("GET", (u.path or "/metrics") + (f"?{u.query}" if u.query else ""))
-        res = conn.getresponse()
-        return res.status, res.read().decode("utf-8", "replace")
-    except http.client.HTTPException as e:
-        raise OSError(f"{url}: {e}") from None
-    finally:
-        conn.close()
+    """(status, text) of GET url through httpc, chunked or not; raises OSError when
+    nothing answers or the answer is not HTTP."""
+    res = httpc.get(url, timeout=timeout)
+    return res.status, res.body.decode("utf-8", "replace")
 
 
 def scrape(url, timeout=10.0):

@@ -13,8 +13,7 @@ import os
 import threading
 import time
 
-from . import procs, prom
-from .server import http_get
+from . import httpc, procs, prom
 
 
 def in_flight(text):
@@ -59,7 +58,7 @@ class Sampler(threading.Thread):
     def _scrape(self, out):
         t = time.time()
         try:
-            status, _, body = http_get(self.metrics_port, "/metrics")
+            status, _, body = httpc.request(self.metrics_port, "/metrics")
         except OSError as e:
             self.errors.append(f"{t:.3f} scrape failed: {e}")
             out.write(f"# SCRAPE unix={t:.3f} status=error\n")

@@ -1,11 +1,10 @@
 """A server under test: free ports, spawning it (pinned, logged, tied to our life),
-waiting until it answers by polling, stopping it by its pid, and the one-request
-HTTP probe all of that uses, and the Server-Timing sample that checks a client's
+waiting until it answers by polling (through httpc, loadlib's one HTTP client),
+stopping it by its pid, and the Server-Timing sample that checks a client's
 clock against the server's. notesd, h2o and the Express peer are started the
 same way; what differs (argv, environment) stays with the command that runs them.
 """
 import ctypes
-import http.client
 import os
 import re
 import shutil
@@ -14,6 +13,8 @@ import socket
 import subprocess
 import time
 import urllib.parse
+
+from . import httpc
 
 
 class NotReady(RuntimeError):
@@ -43,60 +44,18 @@ def pick_ports(ports, offset):
 
 # --------------------------------------------------------------------- HTTP probe
 
-def http_get(port, path, timeout=2.0, method="GET", body=None, headers=None, host="127.0.0.1"):
-    """One HTTP/1.1 request on a fresh connection: (status, {lower-case header: value}, body).
-    Raises OSError when nothing listens or the connection fails."""
-    head = [f"{method} {path} HTTP/1.1", f"Host: {host}", "Connection: close"]
-    for k, v in (headers or {}).items():
-        head.append(f"{k}: {v}")
-    if body is not None:
-        head.append(f"Content-Length: {len(body)}")
-    data = ("\r\n".join(head) + "\r\n\r\n").encode() + (body or b"")
-    with socket.create_connection((host, port), timeout=timeout) as s:
-        s.sendall(data)
-        chunks = []
-        while True:
-            c = s.recv(65536)
-            if not c:
-                break
-            chunks.append(c)
-    raw = b"".join(chunks)
-    header_end = raw.find(b"\r\n\r\n")
-    if header_end < 0:
-        raise OSError("incomplete response")
-    lines = raw[:header_end].decode("latin-1").split("\r\n")
-    try:
-        status = int(lines[0].split()[1])
-    except (IndexError, ValueError):
-        raise OSError(f"not an HTTP status line: {lines[0][:80]!r}") from None
-    hdrs = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        hdrs[k.strip().lower()] = v.strip()
-    payload = raw[header_end + 4:]
-    if "content-length" in hdrs:
-        payload = payload[:int(hdrs["content-length"])]
-    return status, hdrs, payload
-
-
 def server_timing_samples(base_url, path, n):
     """n sequential GETs on one keep-alive connection: [(client ms, Server-Timing total ms
     or None)]."""
     u = urllib.parse.urlsplit(base_url)
-    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=30)
     out = []
-    try:
+    with httpc.Connection(u.port or 80, host=u.hostname, timeout=30) as conn:
         for _ in range(n):
             t0 = time.perf_counter()
-            conn.request("GET", path)
-            res = conn.getresponse()
-            res.read()
+            res = conn.request("GET", path)
             client = (time.perf_counter() - t0) * 1000
-            st = res.getheader("Server-Timing") or ""
-            m = re.search(r"total;dur=([0-9.]+)", st)
+            m = re.search(r"total;dur=([0-9.]+)", res.headers.get("server-timing", ""))
             out.append((client, float(m.group(1)) if m else None))
-    finally:
-        conn.close()
     return out
 
 
@@ -210,7 +169,7 @@ def wait_ready(proc, port, path, t0, limit_s=30.0, poll_s=0.001, timeout_s=1.0,
         if proc.poll() is not None:
             raise NotReady(f"exited with status {proc.returncode} before answering")
         try:
-            status, _, _ = http_get(port, path, timeout=timeout_s, host=host)
+            status = httpc.request(port, path, timeout=timeout_s, host=host).status
             if status == 200:
                 return time.monotonic() - t0
         except OSError:

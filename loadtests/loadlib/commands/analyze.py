@@ -32,7 +32,15 @@ MIB = 1024 * 1024
 WINDOW_SKIP_S = 20.0
 WINDOW_SKIP_SHARE = 0.2
 BUSY_WARNING_PCT = 25.0     # other processes' CPU (% of one core) above which the report warns
-WANTED = ("notes_db_pool_", "notes_eventloop_", "process_", "http_requests_in_flight", "notes_build_info")
+WANTED = ("notes_db_pool_", "notes_eventloop_", "process_", "http_requests_in_flight", "notes_build_info",
+          "nodejs_heap_size_used_bytes", "notes_malloc_heap_used_bytes")
+# The used heap as each target reports it itself: the JavaScript engine's heapUsed on the
+# peer (V8 on Node and Deno, JavaScriptCore on Bun), glibc malloc's bytes in use on notesd.
+# process_heap_bytes is VmData on both (prom-client's meaning), not a used heap.
+USED_HEAP = ("nodejs_heap_size_used_bytes", "notes_malloc_heap_used_bytes")
+# Figures every test of a complete run has; one missing is a problem, never a silent n/a.
+REQUIRED = {"rps": "req/s", "p95_ms": "p95", "p99_ms": "p99", "rss_mib": "RSS", "cpu_pct": "CPU",
+            "lag_mean_ms": "event loop delay", "heap_used_mib": "used heap"}
 
 
 def read_json(path, default=None):
@@ -242,8 +250,14 @@ def analyze_test(mdir):
         entry["lag_max_ms"] = None if m is None else 1000.0 * m
         m = gauge_max(scrapes, "notes_eventloop_lag_p99_seconds", lo, hi)
         entry["lag_p99_max_ms"] = None if m is None else 1000.0 * m
-        heap = gauge_mean(scrapes, "process_heap_bytes", lo, hi)
-        entry["heap_mib"] = None if heap is None else heap / MIB
+        vmdata = gauge_mean(scrapes, "process_heap_bytes", lo, hi)
+        entry["vmdata_mib"] = None if vmdata is None else vmdata / MIB
+        entry["heap_used_mib"], entry["heap_used_metric"] = None, None
+        for name in USED_HEAP:
+            used = gauge_mean(scrapes, name, lo, hi)
+            if used is not None:
+                entry["heap_used_mib"], entry["heap_used_metric"] = used / MIB, name
+                break
         rss_metric = gauge_mean(scrapes, "process_resident_memory_bytes", lo, hi)
         entry["rss_metric_mib"] = None if rss_metric is None else rss_metric / MIB
         in_window = [p for p in proc if lo <= p["t"] <= hi + 0.5 and "target" in p]
@@ -302,6 +316,10 @@ def fmt_s(v):
 
 def fmt_pct(v):
     return "n/a" if v is None else f"{v:.0f}%"
+
+
+def fmt_pct1(v):
+    return "n/a" if v is None else f"{100 * v:.1f}%"
 
 
 def fmt_num(v, digits=1):
@@ -377,7 +395,8 @@ def analyze(out_dir):
                 "pool_waiting_mean": median(pick(target, mode, "pool_waiting_mean")),
                 "pool_connections_mean": median(pick(target, mode, "pool_connections_mean")),
                 "lag_mean_ms": median(pick(target, mode, "lag_mean_ms")),
-                "heap_mib": median(pick(target, mode, "heap_mib")),
+                "heap_used_mib": median(pick(target, mode, "heap_used_mib")),
+                "vmdata_mib": median(pick(target, mode, "vmdata_mib")),
                 "rss_mib": median(pick(target, mode, "rss_mib")),
                 "cpu_pct": median(pick(target, mode, "cpu_pct")),
                 "tool_cpu_pct": median(pick(target, mode, "tool_cpu_pct")),
@@ -385,7 +404,12 @@ def analyze(out_dir):
                 "other_cpu_pct": median(pick(target, mode, "other_cpu_pct")),
             }
 
-    total_requests = sum(t.get("client", {}).get("requests", 0) for t in tests)
+    totals = {target: {"tests": sum(1 for t in tests if t["target"] == target),
+                       "with_client_figures": sum(1 for t in tests if t["target"] == target and "client" in t),
+                       "requests": sum(t.get("client", {}).get("requests", 0) for t in tests
+                                       if t["target"] == target)}
+              for target in targets}
+    total_requests = sum(v["requests"] for v in totals.values())
     failed = [t for t in tests if (t.get("client", {}).get("failed") or 0) or (t.get("client", {}).get("socket_errors") or 0)]
     for t in tests:
         tag = f"[round {t['round']}/{rounds}] {t['target']} {t['mode']}"
@@ -400,18 +424,38 @@ def analyze(out_dir):
     expected = rounds * len(targets) * len(modes)
     if len(tests) < expected:
         problems.append(f"only {len(tests)} of {expected} tests ran")
+    problems.extend(missing_figures(tests, rounds))
+    for target in targets:
+        if medians[target]["startup_s"] is None:
+            problems.append(f"{target}: no startup time")
 
     summary = {"run": config, "labels": labels, "tests": tests, "startups": starts, "medians": medians,
-               "total_requests": total_requests, "failed_tests": len(failed), "problems": problems}
+               "totals": totals, "total_requests": total_requests, "failed_tests": len(failed),
+               "problems": problems}
     with open(os.path.join(out_dir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2, sort_keys=True, default=str)
         f.write("\n")
 
     write_charts(out_dir, targets, modes, labels, medians, config)
     with open(os.path.join(out_dir, "report.md"), "w") as f:
-        f.write(render_report(config, targets, modes, labels, medians, tests, starts, total_requests, failed,
+        f.write(render_report(config, targets, modes, labels, medians, tests, starts, totals, failed,
                               problems))
     return summary
+
+
+def missing_figures(tests, rounds):
+    """One problem per test that lacks a figure of REQUIRED, naming the figures and why
+    when the reason is known (the load tool's figures come through reconcile)."""
+    out = []
+    for t in tests:
+        figures = {**t.get("client", {}), **t}
+        missing = [label for key, label in REQUIRED.items() if figures.get(key) is None]
+        if missing:
+            why = " (reconcile failed, so the load tool's figures were not read)" \
+                if t["reconcile"]["result"] == "ERROR" else ""
+            out.append(f"[round {t['round']}/{rounds}] {t['target']} {t['mode']}: no "
+                       f"{', '.join(missing)}{why}")
+    return out
 
 
 def write_charts(out_dir, targets, modes, labels, medians, config):
@@ -430,7 +474,7 @@ def write_charts(out_dir, targets, modes, labels, medians, config):
                               inner=p95, inner_label="p95", outer_label="p99 (value printed)"))
 
 
-def render_report(config, targets, modes, labels, medians, tests, starts, total_requests, failed, problems):
+def render_report(config, targets, modes, labels, medians, tests, starts, totals, failed, problems):
     rounds = config.get("rounds") or 0
     tool = config.get("tool") or "?"
     machine = config.get("machine") or {}
@@ -447,6 +491,16 @@ def render_report(config, targets, modes, labels, medians, tests, starts, total_
         L.append("**Quick run** (`--quick`): short tests, one round. The figures show that everything works; "
                  "they are not a measurement to quote.")
     L.append("")
+    if problems:
+        # first, before any figure: what this report could not measure
+        L.append(f"**This run is incomplete: {len(problems)} problem{'s' if len(problems) != 1 else ''}.** "
+                 "A figure shown as n/a below was not measured; nothing here stands in for it.")
+        L.append("")
+        L.append("## Problems")
+        L.append("")
+        for p in problems:
+            L.append(f"- {p}")
+        L.append("")
 
     # ---------------------------------------------------------------- results
     L.append("## Results")
@@ -477,14 +531,26 @@ def render_report(config, targets, modes, labels, medians, tests, starts, total_
                  f"during {names}. Their figures are disturbed (see \"Where the limit was\").")
         L.append("")
     n_tests = len(tests)
+    counted = sum(v["with_client_figures"] for v in totals.values())
+    per_target = "; ".join(
+        f"{labels[t]} {totals[t]['requests']:,} in {totals[t]['with_client_figures']} test"
+        f"{'s' if totals[t]['with_client_figures'] != 1 else ''}"
+        + (f" (of {totals[t]['tests']}: the others have no count)"
+           if totals[t]["with_client_figures"] != totals[t]["tests"] else "")
+        for t in targets)
     unseen = sum((t.get("server") or {}).get("non2xx") or 0 for t in tests)
-    if not failed:
-        L.append(f"All {n_tests} tests finished with 0 failed requests (0 non-2xx responses, 0 socket errors), "
-                 f"{total_requests:,} requests in total."
+    if problems:
+        L.append(f"**Not every figure was measured** ({len(problems)} problem{'s' if len(problems) != 1 else ''}, "
+                 f"listed above). {tool} counted requests in {counted} of {n_tests} tests: {per_target}.")
+        if failed:
+            L.append("")
+    elif not failed:
+        L.append(f"All {n_tests} tests finished with 0 failed requests (0 non-2xx responses, 0 socket errors). "
+                 f"Requests counted by {tool}: {per_target}."
                  + (f" The servers counted {unseen} non-2xx answers that {tool} never received: requests in "
                     "flight when a test ended (see \"Client and server counts\")." if unseen else ""))
-    else:
-        L.append(f"**{len(failed)} of {n_tests} tests had failed requests** ({total_requests:,} requests in total):")
+    if failed:
+        L.append(f"**{len(failed)} of {n_tests} tests had failed requests** (requests counted: {per_target}):")
         L.append("")
         L.append(table(["Target", "Round", "Test", "Failed", "Socket errors"],
                        [[labels[t["target"]], t["round"], MODE_LABELS.get(t["mode"], t["mode"]),
@@ -524,20 +590,18 @@ def render_report(config, targets, modes, labels, medians, tests, starts, total_
                                               for t in targets])
     L.append(table(head, rows))
     L.append("")
-    L.append("Spread of the rounds, (max − min) / median of req/s:")
-    L.append("")
-    rows = []
-    spreads = []
-    for m in modes:
-        row = [MODE_LABELS.get(m, m)]
-        for t in targets:
-            s = medians[t][m]["rps_spread"]
-            if s is not None:
-                spreads.append(s)
-            row.append("n/a (one round)" if s is None else f"{100 * s:.1f}%")
-        rows.append(row)
-    L.append(table(["Test"] + [labels[t] for t in targets], rows))
-    L.append("")
+    spreads = [medians[t][m]["rps_spread"] for t in targets for m in modes
+               if medians[t][m]["rps_spread"] is not None]
+    if rounds > 1:
+        L.append("Spread of the rounds, (max − min) / median of req/s:")
+        L.append("")
+        L.append(table(["Test"] + [labels[t] for t in targets],
+                       [[MODE_LABELS.get(m, m)] + [fmt_pct1(medians[t][m]["rps_spread"]) for t in targets]
+                        for m in modes]))
+        L.append("")
+    else:
+        L.append("One round, so no spread between rounds: these figures carry no measure of their own noise.")
+        L.append("")
     if spreads:
         L.append(f"The largest spread inside one target was {100 * max(spreads):.1f}%.")
         L.append("")
@@ -600,15 +664,19 @@ def render_report(config, targets, modes, labels, medians, tests, starts, total_
         rows.append([f"Event loop delay, {MODE_LABELS.get(m, m).lower()}"] +
                     [f"{fmt_ms(medians[t][m]['lag_mean_ms'])} ms" for t in targets])
     if "read" in modes:
-        rows.append(["Used heap, reads"] + [fmt_mib(medians[t]["read"]["heap_mib"]) for t in targets])
+        rows.append(["Used heap, reads"] + [fmt_mib(medians[t]["read"]["heap_used_mib"]) for t in targets])
     for m in modes:
         rows.append([f"RSS, {MODE_LABELS.get(m, m).lower()}"] + [fmt_mib(medians[t][m]["rss_mib"]) for t in targets])
     L.append(table(["Test"] + [labels[t] for t in targets], rows))
     L.append("")
     L.append("Event loop delay is the mean lateness of a 100 ms timer over the window (delta of "
              "`notes_eventloop_delay_seconds_sum` over delta of `_count`), the seed's lagSum/lagN. RSS is the "
-             "mean of /proc samples over the window. Heap is `process_heap_bytes`: V8's used heap on Node and "
-             "Deno, JavaScriptCore's on Bun, malloc's on notesd, so it compares only between Node and Deno.")
+             "mean of /proc samples over the window. Used heap is what each target reports of its own heap: "
+             "`nodejs_heap_size_used_bytes` on the peer (`process.memoryUsage().heapUsed`: V8's on Node and Deno, "
+             "JavaScriptCore's on Bun), `notes_malloc_heap_used_bytes` on notesd (glibc malloc's bytes in use), "
+             "so it compares only between Node and Deno; RSS compares across all. `process_heap_bytes` (VmData, "
+             "the data segment's virtual size) is kept in summary.json as `vmdata_mib` and not shown: it is not a "
+             "used heap.")
     L.append("")
 
     # ---------------------------------------------------------------- reconciliation
@@ -710,12 +778,6 @@ def render_report(config, targets, modes, labels, medians, tests, starts, total_
     L.append("- Not done here, unlike the seed: dropping the page cache before each start (it would need root and "
              "disturb everything else on the machine), Prometheus remote write.")
     L.append("")
-    if problems:
-        L.append("## Problems")
-        L.append("")
-        for p in problems:
-            L.append(f"- {p}")
-        L.append("")
     L.append("## Files")
     L.append("")
     L.append("`summary.json` holds every figure of every test. Raw files per test in `r<round>/<target>/<mode>/`: "

@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 
-from loadlib import mixes, netns, pg, pgbench, procs, prom, server
+from loadlib import httpc, mixes, netns, pg, pgbench, procs, prom, server
 from loadlib.commands import bench_netns as netns_bench
 from loadlib.commands import bench_report as report
 from loadlib.commands import bench_sweep as sweep
@@ -424,7 +424,7 @@ class Bench:
             sys.exit(f"bench: notesd did not start for the h2o samples: {e} "
                      f"(see {self.logdir}/sample.log)")
         try:
-            samples = {t: server.http_get(srv.port, p) for t, p in
+            samples = {t: httpc.request(srv.port, p) for t, p in
                        (("json", "/json"), ("hello", "/"), ("status", "/status"))}
         finally:
             srv.stop()
@@ -448,8 +448,7 @@ class Bench:
 
     def expect(self, srv, method, path, status, ctype=None, body=None, send=None):
         hdrs = {"Content-Type": "application/json"} if send is not None else None
-        got, h, payload = server.http_get(srv.port, path, method=method, body=send,
-                                           headers=hdrs)
+        got, h, payload = httpc.request(srv.port, path, method=method, body=send, headers=hdrs)
         problems = []
         if got != status:
             problems.append(f"{method} {path}: status {got}, expected {status}")

@@ -49,7 +49,7 @@ import threading
 import time
 import urllib.parse
 
-from loadlib import procs, prom, quantile, server as srv
+from loadlib import httpc, procs, prom, quantile, server as srv
 from loadlib.commands import calibrate_matrix, calibrate_scorecard
 from loadlib.server import LOADTESTS, REPO
 from loadlib.netcheck import is_loopback
@@ -181,7 +181,7 @@ class Staller(threading.Thread):
                 break
             t0 = time.perf_counter()
             try:
-                srv.http_get(self.port, f"/primes?below={self.below}", timeout=30, host=self.host)
+                httpc.request(self.port, f"/primes?below={self.below}", timeout=30, host=self.host)
                 self.stalls.append(time.perf_counter() - t0)
             except OSError:
                 pass
@@ -196,7 +196,7 @@ def timed_get(base_url, path):
     """Seconds one GET takes on a fresh connection."""
     u = urllib.parse.urlsplit(base_url)
     t0 = time.perf_counter()
-    srv.http_get(u.port or 80, path, timeout=60, host=u.hostname)
+    httpc.request(u.port or 80, path, timeout=60, host=u.hostname)
     return time.perf_counter() - t0
 
 

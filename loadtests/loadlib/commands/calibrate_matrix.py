@@ -36,7 +36,7 @@ import tempfile
 import threading
 import time
 
-from loadlib import procs, prom, server as srv
+from loadlib import httpc, procs, prom, server as srv
 from loadlib.server import REPO
 from loadlib.tools import run as toolrun
 from loadlib.tools.base import RunSpec
@@ -162,7 +162,7 @@ class Target:
 
     def get(self, path):
         """(status, body) of one GET on the API port."""
-        status, _, body = srv.http_get(self.port, path, timeout=5)
+        status, _, body = httpc.request(self.port, path, timeout=5)
         return status, body.decode("utf-8", "replace")
 
     def stop(self):

@@ -30,7 +30,6 @@ only runs against loopback addresses.
 """
 import argparse
 import datetime
-import http.client
 import json
 import math
 import os
@@ -41,7 +40,7 @@ import sys
 import time
 import urllib.parse
 
-from loadlib import mixes, prom
+from loadlib import httpc, mixes, prom
 from loadlib.netcheck import is_loopback
 from loadlib.server import LOADTESTS
 from loadlib.tools import wrk as wrk_tool
@@ -161,16 +160,8 @@ class Target:
         self.timeout = timeout
 
     def request(self, method, path, body=None, headers=None):
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
-        try:
-            if isinstance(body, str):
-                body = body.encode("utf-8")
-            conn.request(method, self.prefix + path, body=body, headers=headers or {})
-            res = conn.getresponse()
-            data = res.read()
-            return Response(res.status, {k.lower(): v for k, v in res.getheaders()}, data)
-        finally:
-            conn.close()
+        return Response(*httpc.request(self.port, self.prefix + path, timeout=self.timeout, method=method,
+                                       body=body, headers=headers, host=self.host))
 
     def get(self, path):
         return self.request("GET", path)
@@ -245,7 +236,7 @@ def run_check(report, name, fn):
     """Runs one check function; an exception is a failure of that check."""
     try:
         fn()
-    except (OSError, http.client.HTTPException) as e:
+    except OSError as e:
         report.add(name, "FAIL", f"request failed: {type(e).__name__}: {e}")
     except psycopg2.Error as e:
         report.add(name, "FAIL", f"database error: {str(e).strip()}")
@@ -629,7 +620,7 @@ class Verifier:
         if a.metrics_url:
             try:
                 metrics_before = self.scrape()
-            except (OSError, http.client.HTTPException) as e:
+            except OSError as e:
                 self.r.add("work.metrics", "FAIL", f"cannot scrape {a.metrics_url}: {e}")
                 a.metrics_url = None
         wrk, why = run_wrk(a, self.t.base_url)
@@ -696,7 +687,7 @@ class Verifier:
             return
         try:
             metrics_after = self.scrape()
-        except (OSError, http.client.HTTPException) as e:
+        except OSError as e:
             return self.r.add("work.metrics", "FAIL", f"cannot scrape {a.metrics_url}: {e}")
         delta = {k: metrics_after[0][k] - metrics_before[0][k] for k in KINDS}
         m_total = sum(delta.values())

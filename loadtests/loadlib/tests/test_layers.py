@@ -15,6 +15,7 @@ LOADLIB = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # bottom first; a module may import from the layers before its own
 LAYERS = [
+    {"httpc"},
     {"prom", "netcheck", "procs", "server", "pg", "pgbench", "mixes", "report", "charts", "tools.base",
      "tools._npm"},
     {"quantile", "openmetrics", "tools.wrk", "netns"},

@@ -13,7 +13,7 @@ import unittest
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from loadlib import procs, server  # noqa: E402
+from loadlib import httpc, procs, server  # noqa: E402
 from loadlib.sampler import RssSampler  # noqa: E402
 
 
@@ -47,7 +47,7 @@ class Spawning(unittest.TestCase):
             took = server.wait_ready(proc, port, "/", t0, limit_s=20, poll_s=0.01)
             self.assertGreater(took, 0)
             self.assertFalse(server.port_free(port))
-            status, headers, body = server.http_get(port, "/")
+            status, headers, body = httpc.request(port, "/")
             self.assertEqual((status, body), (200, b"ready\n"))
             self.assertEqual(headers["content-length"], "6")
             if cpus is not None:

@@ -18,7 +18,7 @@ What it checks:
                every panel, query and variable uses the provisioned data source;
                every expression is valid PromQL (`promtool check rules`)
   metrics      every metric name in a dashboard expression is exported by notesd
-               (README.md's metrics table; histograms with _bucket/_sum/_count),
+               (docs/metrics.md's table; histograms with _bucket/_sum/_count),
                by the Express peer only (PEER_METRICS, found in server.js), by
                postgres_exporter (the list below) or by k6's remote-write output
                (K6_METRICS, with the trend stats compose.yaml and the TestRun
@@ -34,7 +34,8 @@ What it checks:
                the peer image follows the one-node_modules pattern, and its
                bases have the runtime versions loadtests/peers/runtimes pins
   defaults     ports and paths in compose, Dockerfiles and Prometheus agree with
-               notesd's defaults in README.md; every mounted or copied path exists
+               notesd's defaults in docs/configuration.md; every mounted or copied
+               path exists
   libraries    (when a built notesd is at hand) the runtime packages provide every
                shared library the binary links against
 
@@ -128,7 +129,9 @@ PROVIDERS = HERE / "grafana" / "provisioning" / "dashboards" / "dashboards.yaml"
 DEFINITIONS = HERE / "grafana" / "provisioning" / "dashboards" / "definitions"
 DOCKERFILE = HERE / "Dockerfile"
 PEERS_DOCKERFILE = HERE / "Dockerfile.peers"
-README = ROOT / "README.md"
+# notesd's documented settings and metrics, which the files here must agree with.
+CONFIG_DOC = ROOT / "docs" / "configuration.md"
+METRICS_DOC = ROOT / "docs" / "metrics.md"
 # The three runtime images and start commands. Their versions are the harness's
 # (PEER_RUNTIMES, from npm), which check_peer_versions holds them to.
 PEER_BASES = {
@@ -271,17 +274,17 @@ def dockerfile_stages(path):
     return stages
 
 
-def readme_metrics():
-    """name -> type, from README.md's metrics table rows: | `name` | type | ..."""
+def documented_metrics():
+    """name -> type, from docs/metrics.md's metrics table rows: | `name` | type | ..."""
     rows = re.findall(r"^\|\s*`([A-Za-z_:][A-Za-z0-9_:]*)`\s*\|\s*(counter|gauge|histogram|summary|untyped)\s*\|",
-                      README.read_text(encoding="utf-8"), re.M)
+                      METRICS_DOC.read_text(encoding="utf-8"), re.M)
     return dict(rows)
 
 
-def readme_defaults():
-    """VARIABLE -> default, from README.md's configuration table."""
+def documented_defaults():
+    """VARIABLE -> default, from docs/configuration.md's settings table."""
     rows = re.findall(r"^\|\s*`--[a-z-]+`\s*\|\s*`([A-Z_]+)`\s*\|\s*`?([^`|]*?)`?\s*\|",
-                      README.read_text(encoding="utf-8"), re.M)
+                      CONFIG_DOC.read_text(encoding="utf-8"), re.M)
     return dict(rows)
 
 
@@ -302,7 +305,7 @@ def k6_metric_names():
 
 def allowed_metric_names():
     names = set(POSTGRES_EXPORTER_METRICS) | PEER_METRICS | k6_metric_names()
-    for name, kind in readme_metrics().items():
+    for name, kind in documented_metrics().items():
         names.add(name)
         if kind == "histogram":
             names.update({name + "_bucket", name + "_sum", name + "_count"})
@@ -588,8 +591,8 @@ def check_extractor():
 
 def check_metric_names():
     allowed = allowed_metric_names()
-    if len(readme_metrics()) < 10:
-        return [f"could not read the metrics table from {rel(README)}"]
+    if len(documented_metrics()) < 10:
+        return [f"could not read the metrics table from {rel(METRICS_DOC)}"]
     problems, used = [], set()
     for name, dash in dashboards().items():
         for loc, expr in dashboard_queries(dash):
@@ -597,7 +600,7 @@ def check_metric_names():
             if not names:
                 problems.append(f"{name} {loc}: no metric name found in {expr!r}")
             for n in sorted(names - allowed):
-                problems.append(f"{name} {loc}: {n!r} is neither in README.md's metrics table "
+                problems.append(f"{name} {loc}: {n!r} is neither in docs/metrics.md's table "
                                 f"nor in the postgres_exporter list")
             used |= names
     for n in sorted(POSTGRES_EXPORTER_METRICS - used):
@@ -938,14 +941,14 @@ def check_dockerignore():
 
 def check_defaults():
     problems = []
-    d = readme_defaults()
+    d = documented_defaults()
     port, mport, host = d.get("PORT"), d.get("METRICS_PORT"), d.get("HOST")
     if not (port and mport and host):
-        return [f"could not read PORT, METRICS_PORT, HOST defaults from {rel(README)}"]
+        return [f"could not read PORT, METRICS_PORT, HOST defaults from {rel(CONFIG_DOC)}"]
     env_line = " ".join(i for i in dockerfile_stages(DOCKERFILE)[-1][1] if i.startswith("ENV "))
     env = dict(re.findall(r"([A-Z_]+)=(\S+)", env_line))
     if env.get("PORT") != port or env.get("METRICS_PORT") != mport or env.get("HOST") != host:
-        problems.append(f"Dockerfile ENV HOST/PORT/METRICS_PORT {env} differ from README ({host}, {port}, {mport})")
+        problems.append(f"Dockerfile ENV HOST/PORT/METRICS_PORT {env} differ from {rel(CONFIG_DOC)} ({host}, {port}, {mport})")
     static = env.get("STATIC_DIR", "")
     copies = [i for i in dockerfile_stages(DOCKERFILE)[-1][1] if i.startswith("COPY loadtests/static/")]
     if not static or not copies or copies[0].split()[-1].rstrip("/") != static.rstrip("/"):
@@ -958,7 +961,7 @@ def check_defaults():
     inner = {p.rsplit(":", 1)[1].split("/")[0] for p in svc["notesd"].get("ports", [])}
     if inner != {port, mport}:
         problems.append(f"compose notesd publishes container ports {sorted(inner)}, "
-                        f"README defaults are {port}, {mport}")
+                        f"the documented defaults are {port}, {mport}")
     for rt in PEER_BASES:
         inner = {p.rsplit(":", 1)[1].split("/")[0] for p in svc[rt].get("ports", [])}
         if inner != {"8080", "9091"}:
@@ -1166,7 +1169,7 @@ def main():
     report.run("Dockerfile.peers: one node_modules, three runtimes", check_peers_dockerfile)
     report.run("peer bases run the harness's runtime versions (loadtests/peers/runtimes)", check_peer_versions)
     report.run("dockerignore files next to the Dockerfiles", check_dockerignore)
-    report.run("ports and defaults agree with README.md", check_defaults)
+    report.run("ports and defaults agree with docs/configuration.md", check_defaults)
     report.run("compose.offline.yaml: host networking, Debian stand-ins, ports", check_offline_overlay)
     report.run("prometheus.offline.yml renders to a valid config", check_offline_prometheus)
     report.run("mounted and copied paths exist", check_paths)

@@ -53,7 +53,7 @@ extern notesd_config_t config;
  * --help it prints the option table and exits 0. */
 void config_load(int argc, char **argv);
 
-/* Prints the option table (also used by tests to compare with the README). */
+/* Prints the option table (also used by tests to compare with docs/configuration.md). */
 void config_print_help(FILE *out);
 
 #endif

@@ -2,7 +2,7 @@
  * routes_metrics.c - the metrics port: GET /metrics (the Prometheus text page),
  * /healthz and /readyz. A route module like the others, at the top: it reads
  * every layer below (each loop's HTTP series and pool lists, the lag probes,
- * /proc) and nothing below calls it. The README's metrics table lists every
+ * /proc) and nothing below calls it. docs/metrics.md's table lists every
  * family written here. Everything is fixed-size: a scrape allocates one buffer
  * from its request's pool and nothing grows.
  */

@@ -8,7 +8,7 @@ The JSON in provisioning/dashboards/definitions/ is this script's output and is
 committed; docker/check.py fails when the two differ. Edit here, then rerun.
 
 notesd-app.json  the server under test: one `job` per target (notesd, node,
-                 bun, deno), the metric names of README.md's metrics table,
+                 bun, deno), the metric names of docs/metrics.md's table,
                  which the Express peer exposes too; and a k6 row (k6's
                  remote-write samples, picked by `testid`), with each test's
                  window as an annotation.

@@ -74,7 +74,7 @@ SAME_BYTES = [
     ("DELETE", "/notes/1", None),
 ]
 # The notes routes, where the Express peer and notesd give the same bytes
-# (notesd's README, "the byte rules"): rows, lists, a missing row.
+# (docs/api.md, "Same bytes as the reference"): rows, lists, a missing row.
 PEER_SAME_BYTES = [
     ("GET", "/notes/1", None),
     ("GET", "/notes/123456", None),

@@ -10,9 +10,9 @@ kustomization directories) and checks the objects:
   - each overlay has the kinds it promises, every object a name, the namespace
     notesd, and every image a pinned tag (no :latest);
   - notesd's Deployment: container ports and PORT/METRICS_PORT are notesd's
-    defaults (README.md); liveness and startup probes GET /healthz and
-    readiness GET /readyz on the port named metrics, paths the metrics port
-    serves (README.md); non-root as the image's UID, read-only root file
+    defaults (docs/configuration.md); liveness and startup probes GET /healthz
+    and readiness GET /readyz on the port named metrics, paths the metrics port
+    serves (docs/metrics.md); non-root as the image's UID, read-only root file
     system with /tmp on an emptyDir, requests and limits, a preStop, and a
     grace period covering preStop + SHUTDOWN_TIMEOUT_MS; DB_URL from a Secret
     the overlay provides (or the CloudNativePG operator does);
@@ -115,15 +115,17 @@ def one(objs, kind, name=None):
     return found[0]
 
 
-def readme_defaults():
-    text = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+def documented():
+    """notesd's defaults from docs/configuration.md's settings table, and docs/metrics.md's text."""
+    text = open(os.path.join(REPO, "docs", "configuration.md"), encoding="utf-8").read()
     rows = re.findall(r"^\|\s*`--[a-z-]+`\s*\|\s*`([A-Z_]+)`\s*\|\s*`?([^`|]*?)`?\s*\|", text, re.M)
-    return dict(rows), text
+    metrics_doc = open(os.path.join(REPO, "docs", "metrics.md"), encoding="utf-8").read()
+    return dict(rows), metrics_doc
 
 
-def metrics_port_paths(readme):
-    """Paths README.md says the metrics port answers (`GET /metrics`, `GET /healthz`, ...)."""
-    section = readme.split("## Metrics", 1)[1].split("\n## ", 1)[0]
+def metrics_port_paths(metrics_doc):
+    """Paths docs/metrics.md says the metrics port answers (`GET /metrics`, `GET /healthz`, ...)."""
+    section = metrics_doc.split("\n## The port\n", 1)[1].split("\n## ", 1)[0]
     return set(re.findall(r"`GET (/[a-z]+)`", section))
 
 
@@ -205,7 +207,7 @@ def check_common(rel, text, objs):
     return problems
 
 
-def check_notesd(objs, defaults, readme, cnpg):
+def check_notesd(objs, defaults, metrics_doc, cnpg):
     problems = []
     dep = one(objs, "Deployment", "notesd")
     spec = dep["spec"]["template"]["spec"]
@@ -221,9 +223,9 @@ def check_notesd(objs, defaults, readme, cnpg):
     for var, want in (("PORT", port), ("METRICS_PORT", mport)):
         if var in env and env[var].get("value") != str(want):
             problems.append(f"env {var}={env[var].get('value')} differs from the container port {want}")
-    served = metrics_port_paths(readme)
+    served = metrics_port_paths(metrics_doc)
     if not {"/healthz", "/readyz"} <= served:
-        problems.append(f"README.md's metrics port serves {sorted(served)}; /healthz and /readyz expected")
+        problems.append(f"docs/metrics.md's metrics port serves {sorted(served)}; /healthz and /readyz expected")
     for probe, path in (("livenessProbe", "/healthz"), ("startupProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = (c.get(probe) or {}).get("httpGet") or {}
         if get.get("path") != path or get.get("path") not in served:
@@ -427,7 +429,7 @@ def check_k6(objs, monitoring_objs, notesd_objs):
 def main():
     exe, kv = kubectl()
     print(f"kubectl {exe}, kustomize {kv}")
-    defaults, readme = readme_defaults()
+    defaults, metrics_doc = documented()
     c = Checks()
     rendered = {}
     for rel in EXPECTED_KINDS:
@@ -448,7 +450,7 @@ def main():
     for rel, cnpg in (("overlays/statefulset", False), ("overlays/cloudnativepg", True)):
         if rel in rendered:
             objs = rendered[rel][1]
-            guarded(f"{rel}: notesd Deployment, Service, PDB, HPA", check_notesd, objs, defaults, readme, cnpg)
+            guarded(f"{rel}: notesd Deployment, Service, PDB, HPA", check_notesd, objs, defaults, metrics_doc, cnpg)
             guarded(f"{rel}: Prometheus and PodMonitors", check_monitoring, objs)
     if "overlays/statefulset" in rendered:
         guarded("overlays/statefulset: PostgreSQL StatefulSet", check_statefulset, rendered["overlays/statefulset"][1])

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The command line: --help, flags over environment, one-line errors with exit
-status 2, and the README's option and metric tables matching the binary."""
+status 2, and the option table of docs/configuration.md and the metric table of
+docs/metrics.md matching the binary."""
 import os
 import re
 import socket
@@ -17,11 +18,11 @@ def run(args, env=None, timeout=10):
     return subprocess.run([BIN, *args], env=full, capture_output=True, text=True, timeout=timeout)
 
 
-def readme_table(heading_words, first_col):
-    """Rows of the README table that follows the heading containing heading_words."""
-    with open(os.path.join(REPO, "README.md")) as f:
+def doc_table(page, heading, first_col):
+    """Rows of the table that follows the heading line `heading` in the page docs/<page>."""
+    with open(os.path.join(REPO, "docs", page), encoding="utf-8") as f:
         text = f.read()
-    start = text.index(heading_words)
+    start = text.index("\n" + heading + "\n")
     rows = []
     for line in text[start:].splitlines():
         if line.startswith("| " + first_col) or line.startswith("|---"):
@@ -44,13 +45,13 @@ class ConfigTest(unittest.TestCase):
         self.assertIn("usage: notesd", res.stdout)
         flags = set(re.findall(r"^  --([a-z0-9-]+)", res.stdout, re.M)) - {"help"}
         envs = set(re.findall(r"^  --[a-z0-9-]+(?: VALUE)?\s+([A-Z0-9_]+)\s", res.stdout, re.M))
-        rows = readme_table("## Configuration", "flag")
+        rows = doc_table("configuration.md", "## Settings", "flag")
         self.assertEqual({r[0].strip("`").lstrip("-") for r in rows}, flags)
         self.assertEqual({r[1].strip("`") for r in rows}, envs)
         for needed in ("DB_URL", "PORT", "HOST", "POOL_MAX", "METRICS_PORT", "LAG_INTERVAL_MS"):
             self.assertIn(needed, envs)
 
-    def test_readme_metrics_table_matches_the_metrics_page(self):
+    def test_documented_metrics_table_matches_the_metrics_page(self):
         server = Notesd(self.db_url)
         try:
             request(server.port, "GET", "/notes/1")
@@ -58,7 +59,7 @@ class ConfigTest(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
         exported = set(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
-        documented = {(r[0].strip("`"), r[1]) for r in readme_table("## Metrics", "metric")}
+        documented = {(r[0].strip("`"), r[1]) for r in doc_table("metrics.md", "## Every metric", "metric")}
         self.assertEqual(documented, exported)
 
     def test_bad_settings_print_one_line_and_exit_2(self):

@@ -23,7 +23,7 @@ import sys
 
 from loadlib import charts, prom
 from loadlib.quantile import median
-from loadlib.report import table
+from loadlib.report import fmt_bound, fmt_fixed, fmt_int, fmt_mib, fmt_ms, fmt_pct, fmt_s, fmt_share, table
 
 MODE_LABELS = {"read": "Reads", "write": "Writes", "mixed": "Mixed", "json": "No database"}
 # "native" is how results directories written before the harness said "notesd" name it
@@ -285,46 +285,6 @@ def analyze_test(mdir):
 
 
 # --------------------------------------------------------------------- the whole run
-
-def fmt_int(v):
-    return "n/a" if v is None else f"{v:,.0f}"
-
-
-def fmt_ms(v):
-    if v is None:
-        return "n/a"
-    return f"{v:.1f}" if v >= 10 else f"{v:.2f}"
-
-
-def fmt_bound(v):
-    if v is None:
-        return "+Inf"
-    return f"{v:g}"
-
-
-def fmt_mib(v):
-    if v is None:
-        return "n/a"
-    return f"{v:.0f} MiB" if v >= 10 else f"{v:.1f} MiB"
-
-
-def fmt_s(v):
-    if v is None:
-        return "n/a"
-    return f"{v:.2f} s" if v >= 0.1 else f"{v * 1000:.1f} ms"
-
-
-def fmt_pct(v):
-    return "n/a" if v is None else f"{v:.0f}%"
-
-
-def fmt_pct1(v):
-    return "n/a" if v is None else f"{100 * v:.1f}%"
-
-
-def fmt_num(v, digits=1):
-    return "n/a" if v is None else f"{v:.{digits}f}"
-
 
 def version_number(text):
     m = re.search(r"(\d+\.\d+\.\d+)", text or "")
@@ -596,7 +556,7 @@ def render_report(config, targets, modes, labels, medians, tests, starts, totals
         L.append("Spread of the rounds, (max − min) / median of req/s:")
         L.append("")
         L.append(table(["Test"] + [labels[t] for t in targets],
-                       [[MODE_LABELS.get(m, m)] + [fmt_pct1(medians[t][m]["rps_spread"]) for t in targets]
+                       [[MODE_LABELS.get(m, m)] + [fmt_share(medians[t][m]["rps_spread"], 1, "n/a") for t in targets]
                         for m in modes]))
         L.append("")
     else:
@@ -650,9 +610,9 @@ def render_report(config, targets, modes, labels, medians, tests, starts, totals
                  "scraped every second, over the window):")
         L.append("")
         rows = [[f"{MODE_LABELS.get(m, m)}, requests waiting"] +
-                [fmt_num(medians[t][m]["pool_waiting_mean"]) for t in targets] for m in db_modes]
+                [fmt_fixed(medians[t][m]["pool_waiting_mean"], 1) for t in targets] for m in db_modes]
         rows += [[f"{MODE_LABELS.get(m, m)}, connections open"] +
-                 [fmt_num(medians[t][m]["pool_connections_mean"]) for t in targets] for m in db_modes]
+                 [fmt_fixed(medians[t][m]["pool_connections_mean"], 1) for t in targets] for m in db_modes]
         L.append(table(["Test"] + [labels[t] for t in targets], rows))
         L.append("")
 

@@ -46,7 +46,7 @@ from loadlib.commands import bench_report as report
 from loadlib.commands import bench_sweep as sweep
 from loadlib.quantile import percentile
 from loadlib.sampler import RssSampler
-from loadlib.report import write_json
+from loadlib.report import logger, write_json
 from loadlib.tools import run as toolrun, wrk
 
 LOADTESTS = server.LOADTESTS
@@ -85,6 +85,7 @@ PGBENCH_VARIANTS = {
 PIPELINE_SUBJECTS = ("notesd-pipeline", "notesd-prepared-pipeline")
 PORT_BASE, METRICS_BASE = 18300, 19300
 DEFAULT_PGDATA, DEFAULT_PGPORT = "/tmp/bench-pg/pgdata", "55450"
+log = logger("bench", clock=True)
 PORT_SLOT = {"sample": 0, "notesd": 1, "notesd-prepared": 2, "h2o": 3, "node": 4, "bun": 5,
              "deno": 6, "notesd-pipeline": 7, "notesd-prepared-pipeline": 8}
 
@@ -94,10 +95,6 @@ def ms(lag, key):
     if not lag or lag.get(key) is None:
         return None
     return lag[key] * 1e3
-
-
-def log(msg):
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def seconds(text):

@@ -5,7 +5,7 @@ the Markdown report. Pure functions over the raw records bench.json keeps."""
 import statistics
 
 from loadlib.quantile import median
-from loadlib.report import table
+from loadlib.report import fmt, fmt_ratio, fmt_share, fmt_spread, table
 
 HTTP_TESTS = ["json", "hello", "status", "static"]
 DB_TESTS = ["read", "write", "mixed"]
@@ -302,34 +302,7 @@ def scaling_rows(summary, tests, thread_counts):
     return rows
 
 
-# ---------------------------------------------------------------- formatting
-
-def fmt(v, digits=3):
-    """Numbers with `digits` significant digits, thousands separated; '–' for None."""
-    if v is None:
-        return "–"
-    if v == 0:
-        return "0"
-    if abs(v) >= 10 ** digits:
-        return f"{v:,.0f}"
-    s = f"{v:.{digits}g}"
-    if "e" in s:
-        s = f"{v:.{digits + 2}f}"
-    return s
-
-
-def fmt_spread(st):
-    s = st.get("spread") if st else None
-    return "–" if s is None else f"{100 * s:.0f}%"
-
-
-def fmt_ratio(r):
-    return "–" if r is None else f"{r:.2f}"
-
-
-def fmt_pct(v):
-    return "–" if v is None else f"{100 * v:.0f}%"
-
+# ---------------------------------------------------------------- the Markdown report
 
 def raw_tables(summary, tests, order):
     parts = []
@@ -346,11 +319,11 @@ def raw_tables(summary, tests, order):
                 fmt(med["p50_ms"]),
                 f"{fmt(med['p99_ms'])} ({fmt_spread(e['p99_ms'])})",
                 f"{fmt(med['cpu_us_per_req'])} ({fmt_spread(e['cpu_us_per_req'])})",
-                fmt_pct(med["server_util"]),
+                fmt_share(med["server_util"]),
                 fmt(med["rss_mib"]),
                 fmt(med["db_cpu_us_per_req"]),
                 fmt(med["loadgen_cpu_us_per_req"]),
-                f"{fmt_pct(med['cpu0_busy'])} / {fmt_pct(med['cpu1_busy'])}",
+                f"{fmt_share(med['cpu0_busy'])} / {fmt_share(med['cpu1_busy'])}",
                 fmt(med["other_cores"], 2),
                 fmt(med["lag_mean_ms"]),
                 f"{e['valid_rounds']}/{e['rounds']}",

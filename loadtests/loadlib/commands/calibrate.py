@@ -54,6 +54,7 @@ from loadlib.commands import calibrate_matrix, calibrate_scorecard
 from loadlib.server import LOADTESTS, REPO
 from loadlib.netcheck import is_loopback
 from loadlib.quantile import median
+from loadlib.report import fmt_fixed as fmt, logger
 from loadlib.tools import wrk
 from loadlib.tools.base import RunSpec
 from loadlib.tools.run import run_measured
@@ -63,10 +64,6 @@ OPENLOAD = os.path.join(LOADTESTS, "calibration", "openload.py")
 DELAY_PATH = "/delay/:ms"
 SETTLE = 0.3  # seconds between the end of a run and its closing scrape
 DELAY_ROWS = [(0, 1), (0, 10), (0, 50), (20, 10), (20, 50)]  # (jitter, connections) of section 1
-
-
-def fmt(x, digits=2):
-    return "n/a" if x is None else f"{x:.{digits}f}"
 
 
 # ------------------------------------------------------------------ metrics
@@ -573,8 +570,7 @@ def parse_args():
     return p, args
 
 
-def log(msg):
-    print(f"calibrate: {msg}", file=sys.stderr, flush=True)
+log = logger("calibrate")
 
 
 # Each experiment below runs one section's measurements and returns its raw

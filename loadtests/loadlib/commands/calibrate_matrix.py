@@ -31,12 +31,12 @@ import dataclasses
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 
 from loadlib import httpc, procs, prom, server as srv
+from loadlib.report import logger
 from loadlib.server import REPO
 from loadlib.tools import run as toolrun
 from loadlib.tools.base import RunSpec
@@ -579,8 +579,7 @@ def judge_omission(run, tool):
 
 # ------------------------------------------------------------------ the matrix
 
-def log(msg):
-    print(f"calibrate: {msg}", file=sys.stderr, flush=True)
+log = logger("calibrate")
 
 
 def selected(tools):

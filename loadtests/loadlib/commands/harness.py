@@ -14,6 +14,7 @@ import sys
 import time
 
 from loadlib import openmetrics, pg, procs, server
+from loadlib.report import logger
 from loadlib.commands import analyze
 from loadlib.netcheck import db_hosts, db_port, is_loopback_host, remote_db_hosts  # noqa: F401
 from loadlib.procs import find_postmaster, loadavg, machine_info
@@ -40,12 +41,11 @@ K6_HINT = ("k6 is not in Debian or npm. Run it from the Compose stack instead, "
            "install it from its upstream package, or use --tool wrk")
 
 
+log = logger(stream="stdout")   # progress on stdout, errors on stderr
+
+
 class HarnessError(Exception):
     pass
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 def seconds(text, what):

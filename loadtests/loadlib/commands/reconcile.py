@@ -40,6 +40,7 @@ import re
 import sys
 
 from loadlib import report
+from loadlib.report import fmt_ms_fine, fmt_signed
 from loadlib.prom import InputError, deltas, histogram_deltas, parse_metrics, read_metrics  # noqa: F401
 from loadlib.quantile import HistogramError, histogram_quantile
 from loadlib.tools import wrk
@@ -285,18 +286,6 @@ class Server:
 
 # --------------------------------------------------------------------- comparison
 
-def signed(n):
-    return f"{n:+d}" if n else "0"
-
-
-def fmt_ms(v):
-    if v is None:
-        return "-"
-    if v == math.inf:
-        return "inf"
-    return f"{v:.3f}" if v < 100 else f"{v:.1f}"
-
-
 def compare(client, server, tolerance):
     """Returns (rows, mismatches, result dict)."""
     mismatches = []
@@ -314,7 +303,7 @@ def compare(client, server, tolerance):
                 why = "the server counted fewer requests than the client received answers"
             else:
                 why = f"more than the allowed {tolerance + slack}"
-            mismatches.append(f"MISMATCH {what}: client {c}, server {s}, difference {signed(d)} ({why})")
+            mismatches.append(f"MISMATCH {what}: client {c}, server {s}, difference {fmt_signed(d)} ({why})")
         return d
 
     # per route
@@ -446,12 +435,12 @@ def render(args, client, server, rows, status_rows, mismatches, result):
     head = f"{'requests':<{width}}  {'client':>9}  {'server':>9}  {'server-client':>13}"
     out.append(head)
     for label, c, s, d, note in rows:
-        out.append(f"{label:<{width}}  {c:>9}  {s:>9}  {signed(d):>13}" + (f"   {note}" if note else ""))
+        out.append(f"{label:<{width}}  {c:>9}  {s:>9}  {fmt_signed(d):>13}" + (f"   {note}" if note else ""))
     if status_rows:
         out.append("")
         out.append(f"{'by status':<{width}}  {'client':>9}  {'server':>9}  {'server-client':>13}")
         for label, c, s, d, note in status_rows:
-            out.append(f"{label:<{width}}  {c:>9}  {s:>9}  {signed(d):>13}" + (f"   {note}" if note else ""))
+            out.append(f"{label:<{width}}  {c:>9}  {s:>9}  {fmt_signed(d):>13}" + (f"   {note}" if note else ""))
     out.append("")
     out.append(f"client {client.failed_what}: {client.failed}"
                + (f"; socket errors: {client.socket_errors}" if client.socket_errors is not None else ""))
@@ -464,9 +453,9 @@ def render(args, client, server, rows, status_rows, mismatches, result):
     for p in PERCENTILES:
         cv = client.percentiles.get(p)
         sv = overall[p] if overall and overall[p] else None
-        bucket = f"{fmt_ms(sv[1][0])}..{fmt_ms(sv[1][1])}" if sv else "-"
+        bucket = f"{fmt_ms_fine(sv[1][0])}..{fmt_ms_fine(sv[1][1])}" if sv else "-"
         diff = "-" if cv is None or sv is None else f"{cv - sv[0]:+.3f}"
-        out.append(f"p{p:<12} {fmt_ms(cv):>7}  {fmt_ms(sv[0] if sv else None):>10}  {bucket:<17} {diff:>13}")
+        out.append(f"p{p:<12} {fmt_ms_fine(cv):>7}  {fmt_ms_fine(sv[0] if sv else None):>10}  {bucket:<17} {diff:>13}")
     out.append("  client-server = time outside the server's handler: network, kernel queues and the")
     out.append("  load tool's own overhead. Server figures are interpolated inside histogram buckets")
     out.append("  (histogram_quantile), so only differences larger than the bucket are meaningful.")
@@ -477,7 +466,7 @@ def render(args, client, server, rows, status_rows, mismatches, result):
         for g in paths:
             e = server.latency[g]
             out.append(f"{g:<28} {e['count']:>9}  " + "  ".join(
-                f"{fmt_ms(e[p][0] if e[p] else None):>9}" for p in PERCENTILES))
+                f"{fmt_ms_fine(e[p][0] if e[p] else None):>9}" for p in PERCENTILES))
     for note in client.notes:
         out.append(f"note: {note}")
     out.append("")
@@ -496,7 +485,7 @@ def render(args, client, server, rows, status_rows, mismatches, result):
         out.append(f"RESULT MISMATCH ({len(mismatches)} count(s) disagree)")
     else:
         out.append(f"RESULT OK: client {client.total}, server {server.total}, "
-                   f"difference {signed(server.total - client.total)} (allowed 0..{args.tolerance})")
+                   f"difference {fmt_signed(server.total - client.total)} (allowed 0..{args.tolerance})")
     return "\n".join(out) + "\n"
 
 

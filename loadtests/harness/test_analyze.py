@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from loadlib.commands import analyze  # noqa: E402
 from loadlib.commands import harness as run  # noqa: E402
-from loadlib import charts  # noqa: E402
+from loadlib import charts, cli, netcheck  # noqa: E402
 
 T0 = 1_800_000_000.0
 MIB = 1024 * 1024
@@ -314,11 +314,11 @@ class Options(unittest.TestCase):
         self.assertEqual(run.parse_args(["bun", "notesd"]).targets, ["bun", "notesd"])
 
     def test_durations(self):
-        self.assertEqual(run.seconds("180s", "d"), 180)
-        self.assertEqual(run.seconds("3m", "d"), 180)
-        self.assertEqual(run.seconds("1m30s", "d"), 90)
-        self.assertEqual(run.seconds("15", "d"), 15)
-        self.assertEqual(run.seconds("500ms", "d"), 0.5)
+        self.assertEqual(cli.seconds("180s", "d"), 180)
+        self.assertEqual(cli.seconds("3m", "d"), 180)
+        self.assertEqual(cli.seconds("1m30s", "d"), 90)
+        self.assertEqual(cli.seconds("15", "d"), 15)
+        self.assertEqual(cli.seconds("500ms", "d"), 0.5)
 
 
 class MissingTool(unittest.TestCase):
@@ -347,27 +347,27 @@ class MissingTool(unittest.TestCase):
 
 class DatabaseUrls(unittest.TestCase):
     def test_hosts(self):
-        self.assertEqual(run.db_hosts("postgresql://postgres@127.0.0.1:54329/notes"), ["127.0.0.1"])
-        self.assertEqual(run.db_hosts("postgres://u:p@db.example.com/notes"), ["db.example.com"])
-        self.assertEqual(run.db_hosts("postgresql://[::1]:5432/notes"), ["::1"])
-        self.assertEqual(run.db_hosts("postgresql:///notes?host=/var/run/postgresql"), ["/var/run/postgresql"])
-        self.assertEqual(run.db_hosts("postgresql://a:1,b:2/notes"), ["a", "b"])
-        self.assertEqual(run.db_hosts("host=10.0.0.5 port=5432 dbname=notes"), ["10.0.0.5"])
-        self.assertEqual(run.db_port("postgresql://postgres@127.0.0.1:54329/notes"), 54329)
-        self.assertEqual(run.db_port("host=x port=6543"), 6543)
+        self.assertEqual(netcheck.db_hosts("postgresql://postgres@127.0.0.1:54329/notes"), ["127.0.0.1"])
+        self.assertEqual(netcheck.db_hosts("postgres://u:p@db.example.com/notes"), ["db.example.com"])
+        self.assertEqual(netcheck.db_hosts("postgresql://[::1]:5432/notes"), ["::1"])
+        self.assertEqual(netcheck.db_hosts("postgresql:///notes?host=/var/run/postgresql"), ["/var/run/postgresql"])
+        self.assertEqual(netcheck.db_hosts("postgresql://a:1,b:2/notes"), ["a", "b"])
+        self.assertEqual(netcheck.db_hosts("host=10.0.0.5 port=5432 dbname=notes"), ["10.0.0.5"])
+        self.assertEqual(netcheck.db_port("postgresql://postgres@127.0.0.1:54329/notes"), 54329)
+        self.assertEqual(netcheck.db_port("host=x port=6543"), 6543)
 
     def test_loopback(self):
         for h in ("127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]", "/tmp", ""):
-            self.assertTrue(run.is_loopback_host(h), h)
+            self.assertTrue(netcheck.is_loopback_host(h), h)
         for h in ("10.0.0.5", "db.example.com", "128.0.0.1", "127.0.0.1.example.com"):
-            self.assertFalse(run.is_loopback_host(h), h)
+            self.assertFalse(netcheck.is_loopback_host(h), h)
 
     def test_remote_database_is_refused_without_the_flag(self):
         old = os.environ.get("DB_URL")
         os.environ["DB_URL"] = "postgresql://postgres@db.example.com/notes"
         try:
             with self.assertRaises(run.HarnessError) as cm:
-                run.Database(allow_remote=False)
+                run.open_database(allow_remote=False)
             self.assertIn("--allow-remote-db", str(cm.exception))
         finally:
             if old is None:

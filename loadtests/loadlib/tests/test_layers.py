@@ -16,20 +16,25 @@ LOADLIB = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # bottom first; a module may import from the layers before its own
 LAYERS = [
     {"httpc"},
-    {"prom", "netcheck", "procs", "server", "pg", "pgbench", "mixes", "report", "charts", "tools.base",
+    {"prom", "netcheck", "procs", "pg", "pgbench", "mixes", "report", "charts", "cli", "tools.base",
      "tools._npm"},
-    {"quantile", "openmetrics", "tools.wrk", "netns"},
+    {"quantile", "openmetrics", "tools.wrk", "netns", "server", "database"},
     {"sampler", "tools.run"},
-    {"commands.analyze", "commands.bench_report", "commands.calibrate_matrix",
+    # the commands' parts, each part of one command (PART_OF), in the order they build on each other
+    {"commands.analyze", "commands.bench_figures", "commands.calibrate_matrix",
      "commands.calibrate_scorecard"},
+    {"commands.bench_report", "commands.bench_subjects"},
+    {"commands.bench_runs", "commands.bench_setup"},
     {"commands.bench_sweep", "commands.bench_netns"},
+    # the commands
     {"commands.harness", "commands.bench", "commands.verify", "commands.calibrate", "commands.reconcile"},
 ]
 COMMANDS = LAYERS[-1]
-PART_OF = {"commands.analyze": "commands.harness", "commands.bench_report": "commands.bench",
-           "commands.bench_sweep": "commands.bench", "commands.bench_netns": "commands.bench",
+PART_OF = {"commands.analyze": "commands.harness",
            "commands.calibrate_matrix": "commands.calibrate",
            "commands.calibrate_scorecard": "commands.calibrate"}
+PART_OF.update({f"commands.bench_{part}": "commands.bench"
+                for part in ("figures", "report", "subjects", "runs", "setup", "sweep", "netns")})
 
 
 def layer_of(module):

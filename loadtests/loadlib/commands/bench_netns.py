@@ -222,7 +222,7 @@ def netns_rows(records):
     for r in records:
         peer, peer_rps = best_peer_at(records, r["delay_ms"])
         out.append(dict(r, best_peer=peer, vs_peer=ratio(r.get("rps") if r.get("valid")
-                                                                else None, peer_rps)))
+                                                         else None, peer_rps)))
     return out
 
 

@@ -21,20 +21,24 @@ LAYERS = [
     {"quantile", "openmetrics", "tools.wrk", "netns", "server", "database"},
     {"sampler", "tools.run"},
     # the commands' parts, each part of one command (PART_OF), in the order they build on each other
-    {"commands.analyze", "commands.bench_figures", "commands.calibrate_matrix",
-     "commands.calibrate_scorecard"},
-    {"commands.bench_report", "commands.bench_subjects"},
-    {"commands.bench_runs", "commands.bench_setup"},
+    {"commands.analyze_figures", "commands.bench_figures", "commands.calibrate_matrix",
+     "commands.calibrate_scorecard", "commands.reconcile_client", "commands.verify_js"},
+    {"commands.analyze_report", "commands.bench_report", "commands.bench_subjects",
+     "commands.verify_target"},
+    {"commands.analyze", "commands.bench_runs", "commands.bench_setup", "commands.verify_api",
+     "commands.verify_work"},
     {"commands.bench_sweep", "commands.bench_netns"},
     # the commands
     {"commands.harness", "commands.bench", "commands.verify", "commands.calibrate", "commands.reconcile"},
 ]
 COMMANDS = LAYERS[-1]
-PART_OF = {"commands.analyze": "commands.harness",
-           "commands.calibrate_matrix": "commands.calibrate",
-           "commands.calibrate_scorecard": "commands.calibrate"}
-PART_OF.update({f"commands.bench_{part}": "commands.bench"
-                for part in ("figures", "report", "subjects", "runs", "setup", "sweep", "netns")})
+PARTS = {"commands.harness": ("analyze", "analyze_figures", "analyze_report"),
+         "commands.bench": ("bench_figures", "bench_report", "bench_subjects", "bench_runs", "bench_setup",
+                            "bench_sweep", "bench_netns"),
+         "commands.calibrate": ("calibrate_matrix", "calibrate_scorecard"),
+         "commands.reconcile": ("reconcile_client",),
+         "commands.verify": ("verify_js", "verify_target", "verify_api", "verify_work")}
+PART_OF = {f"commands.{part}": command for command, parts in PARTS.items() for part in parts}
 
 
 def layer_of(module):

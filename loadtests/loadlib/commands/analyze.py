@@ -206,3 +206,7 @@ def main(argv=None):
     for p in summary["problems"]:
         print(f"problem: {p}")
     return 1 if summary["problems"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -29,7 +29,7 @@ class Figures:
     problems: list
 
 
-def header_section(f):
+def title_section(f):
     """The title, the run's settings, and the problems first, before any figure."""
     config, targets, modes, labels, problems = f.config, f.targets, f.modes, f.labels, f.problems
     rounds = config.get("rounds") or 0
@@ -386,7 +386,7 @@ def setup_section(f):
 def render_report(f):
     """report.md's text."""
     L = []
-    for section in (header_section, results_section, stability_section, limits_section, memory_section,
+    for section in (title_section, results_section, stability_section, limits_section, memory_section,
                     counts_section, setup_section):
         L += section(f)
     return "\n".join(L)

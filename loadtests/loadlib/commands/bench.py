@@ -120,7 +120,7 @@ class Bench:
         return save(self)
 
 
-def run(bench):
+def run_phases(bench):
     """The phases in order: setup, preflight, the rounds, the sweep, --netns."""
     setup(bench)
     preflight(bench)
@@ -131,7 +131,7 @@ def run(bench):
         run_netns(bench, SERVER_CPU, LOAD_CPU)
 
 
-def cleanup(bench):
+def stop_all(bench):
     """Stops whatever still runs: load tools, the current server, --netns's layout, the
     database (when this run started it), and removes the scratch directory."""
     toolrun.stop_live()
@@ -217,7 +217,7 @@ def save(bench):
 def finish(bench):
     """bench.json and report.md, the report also on stdout."""
     data = save(bench)
-    text = render(data, bench.out)
+    text = report_text(data, bench.out)
     with open(os.path.join(bench.out, "report.md"), "w") as f:
         f.write(text)
     print(text)
@@ -225,7 +225,7 @@ def finish(bench):
         f"{os.path.join(bench.out, 'bench.json')}")
 
 
-def render(data, out_dir):
+def report_text(data, out_dir):
     """The Markdown report of a bench.json's data, figures recomputed from the raw runs;
     the sweep's charts are written into out_dir."""
     runs, startups, m = data["runs"], data["startups"], data["meta"]
@@ -245,7 +245,7 @@ def rerender(path):
     with open(path) as f:
         data = json.load(f)
     out_dir = os.path.dirname(os.path.abspath(path))
-    text = render(data, out_dir)
+    text = report_text(data, out_dir)
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write(text)
     print(text)
@@ -336,12 +336,16 @@ def main():
     signal.signal(signal.SIGTERM, stop)
     status = 0
     try:
-        run(bench)
+        run_phases(bench)
     except KeyboardInterrupt:
         bench.notes.append("interrupted: the figures are partial")
         log("interrupted")
         status = 130
     finally:
-        cleanup(bench)
+        stop_all(bench)
     finish(bench)
     return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -47,7 +47,7 @@ def end(bench, server_pid):
     return snap
 
 
-def deltas(before, after, rec, requests, loadgen_cpu):
+def cpu_deltas(before, after, rec, requests, loadgen_cpu):
     """Adds a run's CPU figures to its record: elapsed time, the server's, PostgreSQL's
     and the load generator's CPU (and per request), each core's busy share, and the
     other processes' load in cores."""
@@ -136,7 +136,7 @@ def run_http(bench, rnd, srv, test):
                rss_peak_bytes=rss, rss_samples=sampler.samples,
                lag_mean_ms=ms(lags, "mean"), lag_max_ms=ms(lags, "max"),
                lag_p99_ms=ms(lags, "p99"))
-    deltas(before, after, rec, requests, res["cpu_s"])
+    cpu_deltas(before, after, rec, requests, res["cpu_s"])
     return rec
 
 
@@ -183,7 +183,7 @@ def run_pgbench(bench, rnd, label, test):
                max_ms=lat[-1] if lat else None, rss_peak_bytes=res["maxrss_bytes"],
                lag_mean_ms=None, lag_max_ms=None)
     # pgbench is both the load and the "server": its CPU is the server figure
-    deltas(before, after, rec, requests, 0.0)
+    cpu_deltas(before, after, rec, requests, 0.0)
     rec["loadgen_cpu_us_per_req"] = None  # no load generator apart from pgbench
     rec["server_cpu_s"] = res["cpu_s"]
     rec["server_util"] = round(res["cpu_s"] / rec["elapsed_s"], 3)
@@ -194,7 +194,7 @@ def run_pgbench(bench, rnd, label, test):
     return rec
 
 
-def record(bench, rec):
+def keep_record(bench, rec):
     """Keeps a run's record, prints its line, saves bench.json."""
     bench.runs.append(rec)
     if rec.get("valid"):
@@ -217,7 +217,7 @@ def run_unit(bench, rnd, kind, unit):
     """A pgbench limit's mixes, or a server started once and each of its tests."""
     if kind == "pgbench":
         for test in [t for t in bench.tests if t in DB_TESTS]:
-            record(bench, run_pgbench(bench, rnd, unit, test))
+            keep_record(bench, run_pgbench(bench, rnd, unit, test))
         return
     srv = unit
     bench.current = srv
@@ -232,13 +232,13 @@ def run_unit(bench, rnd, kind, unit):
         bench.startups.append({"round": rnd, "subject": srv.subject, "label": srv.label,
                                "threads": srv.threads, "startup_ms": None, "error": str(e)})
         for test in srv.tests:
-            record(bench, {"round": rnd, "subject": srv.subject, "label": srv.label,
-                           "threads": srv.threads, "test": test, "valid": False,
-                           "invalid_reason": f"did not start: {e}"})
+            keep_record(bench, {"round": rnd, "subject": srv.subject, "label": srv.label,
+                                "threads": srv.threads, "test": test, "valid": False,
+                                "invalid_reason": f"did not start: {e}"})
         return
     try:
         for test in srv.tests:
-            record(bench, run_http(bench, rnd, srv, test))
+            keep_record(bench, run_http(bench, rnd, srv, test))
     finally:
         srv.stop()
         bench.current = None

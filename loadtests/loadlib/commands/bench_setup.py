@@ -41,7 +41,7 @@ def setup(bench):
                                     "pipelined mode")
                 log(f"{s}: SKIP ({bench.skipped[s]})")
     setup_peers(bench)
-    bench.db = open_database(None if a.pg_cpus == "all" else LOAD_CPU)
+    bench.db = open_private_database(None if a.pg_cpus == "all" else LOAD_CPU)
     bench.thread_counts = [1]
     if a.rounds and any(n > 1 for n in a.threads):  # no rounds (--rounds 0): no curve
         if bench.notesd_threads:
@@ -56,7 +56,7 @@ def setup(bench):
         make_docroot(bench)
 
 
-def open_database(pin_cpus):
+def open_private_database(pin_cpus):
     """The private PostgreSQL of sql/localdb.sh (NOTESD_PGDATA / NOTESD_PGPORT from the
     environment): started if needed (and then stopped at the end), pinned to the load
     CPU unless --pg-cpus all."""

@@ -11,7 +11,7 @@ import resource
 
 from loadlib import charts
 from loadlib.commands.bench_figures import DB_TESTS, PATHS, PEERS, check, ratio
-from loadlib.commands.bench_runs import begin, deltas, end, wrk_invalid
+from loadlib.commands.bench_runs import begin, cpu_deltas, end, wrk_invalid
 from loadlib.commands.bench_subjects import Subject, log, wrk_cmd
 from loadlib.report import fmt, fmt_ratio, table
 from loadlib.tools import run as toolrun, wrk
@@ -108,7 +108,7 @@ def run_level(bench, srv, test, connections):
     rec.update(valid=reason is None, invalid_reason=reason, requests=requests,
                rps=w and w["rps"], p50_ms=w and w["p50_ms"], p99_ms=w and w["p99_ms"],
                wrk_command="MODE=" + test + " " + " ".join(cmd))
-    deltas(before, after, rec, requests, res["cpu_s"])
+    cpu_deltas(before, after, rec, requests, res["cpu_s"])
     return rec
 
 

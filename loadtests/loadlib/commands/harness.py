@@ -470,3 +470,7 @@ def main(argv=None):
         return 130 if interrupted else 1
     log("== every test reconciled, 0 failed requests")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

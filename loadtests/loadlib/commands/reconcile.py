@@ -325,3 +325,7 @@ def main(argv=None):
         result["files"] = {"summary": args.summary, "before": args.before, "after": args.after}
         report.write_json(args.json, result, indent=2, sort_keys=True)
     return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -113,3 +113,7 @@ def main():
                       f, indent=2, ensure_ascii=False)
             f.write("\n")
     return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,19 +3,16 @@ temporary directory): started when not running and stopped by close() when asked
 its postmaster found from the data directory whether reached as the private cluster
 or through its URL, pinned and given its CPUs back, reseeded, its CPU time read.
 
-    /usr/bin/python3 loadtests/loadlib/tests/test_database.py
+    cd loadtests && /usr/bin/python3 -B -m tests.lib.test_database
 """
 import os
 import shutil
-import sys
 import tempfile
 import unittest
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from loadlib import pg, procs, server  # noqa: E402
-from loadlib.database import LocalDatabase  # noqa: E402
+from loadlib import pg, procs, server
+from loadlib.database import LocalDatabase
 
 
 def alive(pid):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tests of loadtests/reconcile, on fixtures in fixtures/:
+"""Tests of loadtests/reconcile, on fixtures in loadtests/tests/fixtures/:
 
   native-read-*      a real 3 s wrk run (read, 8 connections) against notesd: the two
                      scrapes and wrk's output with BREAKDOWN=1
@@ -14,7 +14,7 @@
                      that claims 10 answers the server never counted
   *-mismatch.txt     wrk output that claims 100 answers more than the server counted
 
-    /usr/bin/python3 loadtests/harness/test_reconcile.py
+    cd loadtests && /usr/bin/python3 -B -m tests.harness.test_reconcile
 """
 import json
 import math
@@ -24,16 +24,12 @@ import sys
 import tempfile
 import unittest
 
-sys.dont_write_bytecode = True   # no __pycache__ next to the scripts
+from loadlib import prom, quantile
+from loadlib.commands import reconcile_client as rc
+from tests import FIXTURES, LOADTESTS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-LOADTESTS = os.path.dirname(HERE)
-sys.path.insert(0, LOADTESTS)
-FIX = os.path.join(HERE, "fixtures")
+FIX = FIXTURES
 RECONCILE = os.path.join(LOADTESTS, "reconcile")   # the command as run.sh runs it
-
-from loadlib import prom, quantile  # noqa: E402
-from loadlib.commands import reconcile_client as rc  # noqa: E402
 
 
 def run(*args):

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Tests of the analysis (analyze.py, loadlib/charts.py) on a synthetic results directory
-with known figures, and of run.py's option and database-URL handling.
+with known figures, and of the harness's option and database-URL handling.
 
-    /usr/bin/python3 loadtests/harness/test_analyze.py
+    cd loadtests && /usr/bin/python3 -B -m tests.harness.test_analyze
 """
 import gzip
 import json
@@ -14,16 +14,14 @@ import tempfile
 import unittest
 import xml.dom.minidom
 
-sys.dont_write_bytecode = True   # no __pycache__ next to the scripts
+from loadlib import charts, cli, netcheck
+from loadlib.commands import analyze
+from loadlib.commands import harness as run
+from tests import FIXTURES, LOADTESTS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FIX = os.path.join(HERE, "fixtures")
-RECONCILE = os.path.join(os.path.dirname(HERE), "reconcile")
-sys.path.insert(0, os.path.dirname(HERE))
-
-from loadlib.commands import analyze  # noqa: E402
-from loadlib.commands import harness as run  # noqa: E402
-from loadlib import charts, cli, netcheck  # noqa: E402
+FIX = FIXTURES
+RECONCILE = os.path.join(LOADTESTS, "reconcile")
+ANALYZE = os.path.join(LOADTESTS, "harness", "analyze.py")
 
 T0 = 1_800_000_000.0
 MIB = 1024 * 1024
@@ -264,10 +262,10 @@ class Analysis(unittest.TestCase):
 
     def test_command_line(self):
         make_run(self.out)
-        res = subprocess.run([sys.executable, os.path.join(HERE, "analyze.py"), self.out],
+        res = subprocess.run([sys.executable, ANALYZE, self.out],
                              capture_output=True, text=True)
         self.assertEqual(res.returncode, 0, res.stderr)
-        res = subprocess.run([sys.executable, os.path.join(HERE, "analyze.py"), FIX], capture_output=True, text=True)
+        res = subprocess.run([sys.executable, ANALYZE, FIX], capture_output=True, text=True)
         self.assertEqual(res.returncode, 2)
 
 
@@ -332,7 +330,7 @@ class MissingTool(unittest.TestCase):
             os.symlink(shutil.which("dirname"), os.path.join(bin_dir, "dirname"))
             out = os.path.join(tmp, "results")
             env = {"PATH": bin_dir, "NOTESD_PYTHON": sys.executable, "HOME": tmp}
-            res = subprocess.run(["/bin/bash", os.path.join(os.path.dirname(HERE), "run.sh"), "--tool", "k6",
+            res = subprocess.run(["/bin/bash", os.path.join(LOADTESTS, "run.sh"), "--tool", "k6",
                                   "--quick", "--out", out, "notesd"], env=env, capture_output=True, text=True,
                                  timeout=60)
             self.assertEqual(res.returncode, 2, res.stdout + res.stderr)

@@ -1,10 +1,10 @@
 """Checks of loadtests/bench that need no server and no load:
 
-    python3 loadtests/bench.d/test_bench.py
+    cd loadtests && /usr/bin/python3 -B -m tests.bench.test_bench
 
 - the pgbench scripts send notesd's SQL text, statement for statement;
 - the pgbench weights are loadtests/mixes.json's shares;
-- pgbench output parsing, medians and spread (wrk parsing and percentiles: loadlib/tests);
+- pgbench output parsing, medians and spread (wrk parsing and percentiles: tests/lib);
 - ratios, best peer and PASS/MISS on made-up figures;
 - the same-layout pgbench limits (which CPU, which mode), the pipelined pgbench
   scripts, the modelled ceiling of the database's core and its table;
@@ -12,29 +12,22 @@
   198.18.0.0/15 addresses, ip/tc commands), its caps, targets and table;
 - the h2o configuration template is accepted by h2o (when h2o is installed).
 """
-
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import types
 import unittest
 import xml.etree.ElementTree as ET
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-LOADTESTS = os.path.dirname(HERE)
-REPO = os.path.dirname(LOADTESTS)
-sys.dont_write_bytecode = True  # nothing written into the source tree
-sys.path.insert(0, LOADTESTS)
+from loadlib import charts, mixes, netcheck, netns, pgbench
+from loadlib.commands import bench_figures as report
+from loadlib.commands import bench_netns, bench_report, bench_sweep
+from loadlib.commands import bench_subjects as bench
+from tests import LOADTESTS, REPO
 
-from loadlib import charts, mixes, netcheck, netns, pgbench  # noqa: E402
-from loadlib.commands import bench_subjects as bench  # noqa: E402
-from loadlib.commands import bench_netns  # noqa: E402
-from loadlib.commands import bench_figures as report  # noqa: E402
-from loadlib.commands import bench_report  # noqa: E402
-from loadlib.commands import bench_sweep  # noqa: E402
+BENCH_D = os.path.join(LOADTESTS, "bench.d")
 
 
 def notesd_statements():
@@ -71,7 +64,7 @@ class PgbenchScripts(unittest.TestCase):
         statements = notesd_statements()
         for name in ("get_note", "list_by_tag", "insert_note", "update_note"):
             with self.subTest(name=name):
-                texts = script_statements(os.path.join(HERE, name + ".sql"))
+                texts = script_statements(os.path.join(BENCH_D, name + ".sql"))
                 self.assertEqual(texts, {statements[name]})
 
     def test_weights_are_the_mixes(self):
@@ -231,7 +224,7 @@ class PgbenchLimits(unittest.TestCase):
         statements = notesd_statements()
         for name in ("get_note", "list_by_tag", "insert_note", "update_note"):
             with self.subTest(name=name):
-                with open(os.path.join(HERE, name + ".sql")) as f:
+                with open(os.path.join(BENCH_D, name + ".sql")) as f:
                     text = bench.pipeline_script(f.read(), 16)
                 lines = text.splitlines()
                 self.assertEqual(lines[0], "\\startpipeline")
@@ -429,7 +422,7 @@ class NetnsPlan(unittest.TestCase):
 class H2oTemplate(unittest.TestCase):
     @unittest.skipUnless(shutil.which("h2o"), "h2o not installed")
     def test_config_is_accepted(self):
-        with open(os.path.join(HERE, "h2o.conf.in")) as f:
+        with open(os.path.join(BENCH_D, "h2o.conf.in")) as f:
             text = f.read()
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "static"))

@@ -3,7 +3,7 @@ pinned to one CPU, polled until ready, sampled through /proc, stopped by its pid
 and ProcessUnderTest, the wrapper every command starts its servers with, both ways
 it pins (the spawn's CPU mask, or a taskset prefix in the recorded command line).
 
-    /usr/bin/python3 loadtests/loadlib/tests/test_server.py
+    cd loadtests && /usr/bin/python3 -B -m tests.lib.test_server
 """
 import os
 import shutil
@@ -12,11 +12,9 @@ import tempfile
 import time
 import unittest
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from loadlib import httpc, procs, server  # noqa: E402
-from loadlib.sampler import RssSampler  # noqa: E402
+from loadlib import httpc, procs, server
+from loadlib.sampler import RssSampler
 
 
 def free_port():

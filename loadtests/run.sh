@@ -49,4 +49,6 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 python="${NOTESD_PYTHON:-/usr/bin/python3}"
 [ -x "$python" ] || python="$(command -v python3)"
-exec "$python" "$here/harness/run.py" "$@"
+# The harness is loadlib/commands/harness.py, run as a module with loadtests/ on
+# PYTHONPATH: loadlib imports from the checkout, nothing to install (README.md).
+PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" exec "$python" -B -m loadlib.commands.harness "$@"

@@ -6,7 +6,7 @@ answers PromQL over them with the scraped values.
 
     /usr/bin/python3 docker/tests/test_backfill.py
 
-The run is made from the real pages in loadtests/harness/fixtures/ with synthetic
+The run is made from the real pages in loadtests/tests/fixtures/ with synthetic
 timestamps, one scrape a second: notesd's read test (r1/notesd/read) and the Node
 peer's (r1/node/read) 600 s later. In both, http_requests_total of
 GET /notes/:id 200 is rewritten to grow by exactly 100 a second, so rate() has one
@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(REPO, "loadtests"))
 from loadlib.commands.harness import write_openmetrics  # noqa: E402
 
 BACKFILL = os.path.join(REPO, "docker", "replay", "backfill.sh")
-FIX = os.path.join(REPO, "loadtests", "harness", "fixtures")
+FIX = os.path.join(REPO, "loadtests", "tests", "fixtures")
 T0 = 1764540000            # 2025-11-30 22:00:00 UTC
 SCRAPES = 21               # T0 .. T0 + 20, one a second
 RATE = 100                 # GET /notes/:id 200 per second in the rewritten series

@@ -17,12 +17,12 @@ Setups (PostgreSQL pinned to CPU 0 throughout, 20 connections):
   notesd-prepared,timeout=0  the same with QUERY_TIMEOUT_MS=0 (no statement_timeout)
   pgbench, notesd            the same two for unnamed statements (-M extended)
 
-Needs root or perf_event_paranoid <= 1 for perf stat on other users' processes, and
-the benchmark's private PostgreSQL (sql/localdb.sh) running. Prints one table.
+Needs root or perf_event_paranoid <= 1 for perf stat on other users' processes; runs
+against the benchmark's private PostgreSQL (sql/localdb.sh, started when it is not
+running). Prints one table.
 """
 import argparse
 import os
-import re
 import subprocess
 import sys
 import time
@@ -32,9 +32,10 @@ LOADTESTS = os.path.dirname(HERE)
 sys.dont_write_bytecode = True
 sys.path.insert(0, LOADTESTS)
 
-from loadlib import mixes, pg, procs, server  # noqa: E402
+from loadlib import mixes, pg, server  # noqa: E402
+from loadlib.commands import bench_subjects as bench  # noqa: E402
+from loadlib.database import LocalDatabase  # noqa: E402
 from loadlib.quantile import median  # noqa: E402
-from loadlib.commands import bench  # noqa: E402
 
 # notesd's session settings (its startup packet), all and split in two
 SETTINGS = {"all": "-c DateStyle=ISO -c IntervalStyle=postgres -c extra_float_digits=1 "
@@ -104,14 +105,14 @@ def measure(url, seconds, load):
 
 
 def pgbench_load(db, mode, cpu, seconds, settings=None):
-    cmd = ["taskset", "-c", str(cpu), "pgbench", "-n", "-h", db["host"], "-p", db["port"],
-           "-U", db["user"], "-c", "20", "-j", "1", "-M", mode, "-T", str(seconds)]
+    cmd = ["taskset", "-c", str(cpu), "pgbench", "-n", "-h", db.host, "-p", str(db.port),
+           "-U", db.user, "-c", "20", "-j", "1", "-M", mode, "-T", str(seconds)]
     for i, tag in enumerate(mixes.TAGS):
         cmd += ["-D", f"tag{i}={tag}"]
     for script, weight in bench.PGBENCH_MIXES["read"]:
         cmd += ["-f", f"{os.path.join(HERE, script + '.sql')}@{weight}"]
     env = dict(os.environ, PGOPTIONS=SETTINGS[settings] if settings else "")
-    return subprocess.Popen(cmd + [db["dbname"]], env=env, stdout=subprocess.DEVNULL,
+    return subprocess.Popen(cmd + [db.dbname], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
 
 
@@ -121,9 +122,10 @@ def notesd_run(binary, url, prepared, timeout_ms, seconds, measure_fn):
         env["PREPARED"] = "1"
     if timeout_ms is not None:
         env["QUERY_TIMEOUT_MS"] = str(timeout_ms)
-    proc = server.Spawned([binary], env, server.REPO, "/dev/null", cpus={1})
+    proc = server.ProcessUnderTest([binary], env, server.REPO, "/dev/null", port=18490,
+                                   ready_path="/notes?tag=js", cpus=1)
     try:
-        server.wait_ready(proc, 18490, "/notes?tag=js", time.monotonic())
+        proc.start_ready()
         wrk = subprocess.Popen(["taskset", "-c", "0", "wrk", "-t1", "-c100", f"-d{seconds}s",
                                 "-s", bench.WRK_SCRIPT, "http://127.0.0.1:18490"],
                                env=dict(os.environ, MODE="read"), stdout=subprocess.DEVNULL)
@@ -136,9 +138,10 @@ def with_wrk_beside(binary, url, seconds, measure_fn):
     """Runs measure_fn while wrk on CPU 0 keeps a database-free notesd (CPU 1) busy on
     /json: CPU 0's share of wrk, without wrk's requests reaching PostgreSQL."""
     env = server.target_env("notesd", dict(os.environ), url, 18491, 19491)
-    proc = server.Spawned([binary], env, server.REPO, "/dev/null", cpus={1})
+    proc = server.ProcessUnderTest([binary], env, server.REPO, "/dev/null", port=18491,
+                                   ready_path="/json", cpus=1)
     try:
-        server.wait_ready(proc, 18491, "/json", time.monotonic())
+        proc.start_ready()
         wrk = subprocess.Popen(["taskset", "-c", "0", "wrk", "-t1", "-c100", f"-d{seconds}s",
                                 "-s", bench.WRK_SCRIPT, "http://127.0.0.1:18491"],
                                env=dict(os.environ, MODE="json"), stdout=subprocess.DEVNULL)
@@ -158,11 +161,8 @@ def main():
                    help="rounds over all setups, interleaved; the table shows medians")
     p.add_argument("--notesd", default=os.path.join(server.REPO, "build", "notesd"))
     a = p.parse_args()
-    url, datadir = pg.localdb_status()
-    m = re.fullmatch(r"postgresql://([^@]+)@([^:/]+):(\d+)/(\w+)", url)
-    db = dict(zip(("user", "host", "port", "dbname"), m.groups()))
-    postmaster = pg.postmaster_pid(datadir)
-    old = procs.set_tree_affinity(postmaster, {0})
+    db = LocalDatabase(pin_cpus={0}).open()
+    url = db.url
     window = a.seconds
     run_s = window + 3
     rows = []
@@ -186,7 +186,7 @@ def main():
         results = {name: [] for name, _ in setups}
         for _ in range(a.repeat):
             for name, how in setups:
-                pg.reset(url, private=True)
+                db.reset()
                 if callable(how):
                     r = measure(url, window, how())
                 elif how == "wrk-beside":
@@ -203,7 +203,7 @@ def main():
             rs = results[name]
             rows.append((name, {k: median([r[k] for r in rs]) for k in rs[0]} if rs else None))
     finally:
-        procs.restore_tree_affinity(old, postmaster)
+        db.close()
     print("| setup | queries/s | backend CPU µs/query | execution µs/query "
           "(pg_stat_statements) | syscalls/query | context switches/query |")
     print("|---|---|---|---|---|---|")

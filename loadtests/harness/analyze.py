@@ -4,14 +4,16 @@ two SVG charts; run.sh calls it at the end, run it again by hand with
 
     /usr/bin/python3 loadtests/harness/analyze.py loadtests/results/<stamp>
 
-An entry point: the command is loadlib/commands/analyze.py.
+An entry point: the command is loadlib/commands/analyze.py, run here as
+`python3 -m loadlib.commands.analyze` with loadtests/ on PYTHONPATH, the way
+run.sh runs the harness (README.md, "Running the commands").
 """
 import os
 import sys
 
-sys.dont_write_bytecode = True   # no __pycache__ next to the scripts
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # loadtests/
-from loadlib.commands.analyze import main  # noqa: E402
+LOADTESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 if __name__ == "__main__":
-    sys.exit(main())
+    path = os.pathsep.join(p for p in (LOADTESTS, os.environ.get("PYTHONPATH")) if p)
+    os.execve(sys.executable, [sys.executable, "-B", "-m", "loadlib.commands.analyze", *sys.argv[1:]],
+              dict(os.environ, PYTHONPATH=path))

@@ -65,24 +65,29 @@ def parse_page(text, t):
     return Scrape(t, prom.parse_metrics(text), types, helps)
 
 
+def scrape_pages(lines):
+    """The pages of a metrics.prom.gz stream, from its lines (an open file will do):
+    (unix time, status, [lines]) per "# SCRAPE unix=... status=..." marker, in the
+    stream's order; lines before the first marker are not part of any page. The one
+    reader of the stream's layout, for this module and the harness's analysis."""
+    t, status, body = None, None, []
+    for line in lines:
+        m = _SCRAPE.match(line)
+        if m:
+            if t is not None:
+                yield t, status, body
+            t, status, body = float(m.group(1)), m.group(2), []
+        elif t is not None:
+            body.append(line)
+    if t is not None:
+        yield t, status, body
+
+
 def read_scrapes(text):
     """The successful scrapes of a metrics.prom.gz stream (its text), in time order.
     A scrape that failed, answered other than 200 or does not parse is left out, as
     is one not later than the scrape before it. Returns (scrapes, how many were left out)."""
-    pages, t, status, lines = [], None, None, []
-
-    def flush():
-        if t is not None:
-            pages.append((t, status, "\n".join(lines)))
-
-    for line in text.splitlines():
-        m = _SCRAPE.match(line)
-        if m:
-            flush()
-            t, status, lines = float(m.group(1)), m.group(2), []
-        elif t is not None:
-            lines.append(line)
-    flush()
+    pages = [(t, status, "\n".join(lines)) for t, status, lines in scrape_pages(text.splitlines())]
     scrapes, skipped = [], 0
     for t, status, body in sorted(pages, key=lambda p: p[0]):
         if status != "200" or (scrapes and t <= scrapes[-1].t):

@@ -1,9 +1,11 @@
 """PostgreSQL for load tests: the private cluster of sql/localdb.sh (start, its URL
-and data directory, reseed, stop) and psql one-liners against any URL.
+and data directory, reseed, stop), psql one-liners against any URL, and a
+server's postmaster from its data directory.
 
 Owns talking to the scripts and psql; which database a command may touch
-(loopback only, unless told) is netcheck.py's, and the cluster's processes
-(CPU, pinning) are procs.py's.
+(loopback only, unless told) is netcheck.py's, the cluster's processes (CPU,
+pinning) are procs.py's, and the database a command runs against, all of that
+together, is database.py's LocalDatabase.
 """
 import os
 import re
@@ -33,7 +35,12 @@ def localdb_running():
 
 def localdb_status():
     """(url, data directory) of the running private cluster; DatabaseError when it is not running."""
-    res = localdb("status", check=False)
+    return parse_status(localdb("status", check=False))
+
+
+def parse_status(res):
+    """(url, data directory) from the CompletedProcess of `sql/localdb.sh status`;
+    DatabaseError when it says the cluster is not running."""
     m = re.search(r"running at (\S+) \(data: (.*)\)", res.stdout + res.stderr)
     if res.returncode != 0 or not m:
         raise DatabaseError(f"cannot read sql/localdb.sh status: {(res.stdout + res.stderr).strip()}")
@@ -69,6 +76,15 @@ def reset(url, private):
     # statistics are a nicety: a server without pg_stat_statements is fine
     psql(url, "-f", os.path.join(SQL_DIR, "pg_stat_statements.sql"), check=False)
     psql(url, "-c", "select pg_stat_statements_reset()", check=False)
+
+
+def data_directory(url):
+    """The data directory the server at URL reports (`show data_directory`: a superuser
+    or pg_read_all_settings may ask), or None."""
+    try:
+        return psql(url, "-tA", "-c", "show data_directory").stdout.strip() or None
+    except (OSError, subprocess.CalledProcessError):
+        return None
 
 
 def postmaster_pid(datadir):

@@ -93,26 +93,6 @@ def tree_cpu_seconds(pid):
     return total
 
 
-def find_postmaster(port):
-    """pid of the postgres server started with `-p PORT` (None if there is none on this machine)."""
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if not argv or os.path.basename(argv[0].decode(errors="replace")) not in ("postgres", "postmaster"):
-            continue
-        args = [a.decode(errors="replace") for a in argv]
-        for i, a in enumerate(args):
-            if (a == "-p" and i + 1 < len(args) and args[i + 1] == str(port)) or a == f"-p{port}":
-                if proc_stat(int(name)) is not None:
-                    return int(name)
-    return None
-
-
 def settle(pid, stable_s=0.1, limit_s=3.0):
     """Waits until a process's set of children has not changed for `stable_s` and none
     of them is a zombie: for the postmaster, until the backends of a client that just

@@ -1,8 +1,10 @@
 """A server under test: free ports, spawning it (pinned, logged, tied to our life),
 waiting until it answers by polling (through httpc, loadlib's one HTTP client),
 stopping it by its pid, and the Server-Timing sample that checks a client's
-clock against the server's. notesd, h2o and the Express peer are started the
-same way; what differs (argv, environment) stays with the command that runs them.
+clock against the server's. ProcessUnderTest puts those together: the one
+wrapper the harness, bench and calibrate start notesd, h2o and the Express peer
+with. What differs between them (argv, environment, ports) stays with the command
+that runs them; notesd's and the peer's own command lines are at the end.
 """
 import ctypes
 import os
@@ -14,7 +16,7 @@ import subprocess
 import time
 import urllib.parse
 
-from . import httpc
+from . import httpc, procs
 
 
 class NotReady(RuntimeError):
@@ -177,6 +179,86 @@ def wait_ready(proc, port, path, t0, limit_s=30.0, poll_s=0.001, timeout_s=1.0,
         if time.monotonic() - t0 > limit_s:
             raise NotReady(f"no 200 from {path} within {limit_s:.0f} s")
         time.sleep(poll_s)
+
+
+class ProcessUnderTest:
+    """One server under test: its command line, environment and working directory,
+    where it answers (`port`, and `ready_path`, which answers 200 once it is ready)
+    and how it is pinned. start() spawns it with its output in `log_path`,
+    wait_ready() polls until the first 200, stop() ends it (SIGTERM, then SIGKILL)
+    and may be called again, or before start().
+
+    cpus: a CPU number or a set of them, or None for no pinning. taskset: pin by
+    running it under `taskset -c`, which then shows in .argv (the harness records
+    the command line); otherwise the spawn sets the CPU mask itself. tied: the
+    kernel sends it SIGTERM when this process dies, which needs fork + exec;
+    without it the spawn takes well under a millisecond (Spawned), which matters
+    for startup times measured from the spawn. temporary_log: stop() removes the
+    log. name: what messages call it (default: the program's name)."""
+
+    def __init__(self, argv, env, cwd, log_path, port=None, ready_path="/status",
+                 host="127.0.0.1", cpus=None, taskset=False, tied=False, temporary_log=False,
+                 name=None):
+        self.cpus = {cpus} if isinstance(cpus, int) else (None if cpus is None else set(cpus))
+        self.taskset = taskset
+        self.argv = procs.taskset(argv, self.cpus) if taskset else list(argv)
+        self.env, self.cwd, self.log_path = env, cwd, log_path
+        self.port, self.ready_path, self.host = port, ready_path, host
+        self.tied, self.temporary_log = tied, temporary_log
+        self.name = name or os.path.basename(argv[0])
+        self.proc = None        # the Spawned process once started
+        self.t0 = None          # time.monotonic() right before the spawn
+
+    def start(self):
+        """Spawns it; returns the monotonic time taken right before the spawn, which
+        wait_ready() counts from. OSError when the program cannot be run."""
+        self.t0 = time.monotonic()
+        self.proc = Spawned(self.argv, self.env, self.cwd, self.log_path,
+                            cpus=None if self.taskset else self.cpus, tied=self.tied)
+        return self.t0
+
+    def wait_ready(self, limit_s=30.0, poll_s=0.001, timeout_s=1.0, host=None):
+        """Seconds from the spawn to the first 200 of ready_path, polled every poll_s;
+        NotReady when it exits or limit_s passes first."""
+        return wait_ready(self.proc, self.port, self.ready_path, self.t0, limit_s=limit_s,
+                          poll_s=poll_s, timeout_s=timeout_s, host=host or self.host)
+
+    def start_ready(self, **wait):
+        """start() and wait_ready(**wait): seconds to the first 200. A server that does
+        not come up is stopped before the NotReady goes on."""
+        self.start()
+        try:
+            return self.wait_ready(**wait)
+        except NotReady:
+            self.stop()
+            raise
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc is not None else None
+
+    def poll(self):
+        """Its exit code once it has exited, else None (also before start())."""
+        return self.proc.poll() if self.proc is not None else None
+
+    def log_text(self):
+        """What it wrote to its log so far ('' when there is no log)."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def stop(self, grace_s=10.0):
+        """SIGTERM, then SIGKILL after grace_s; reaps it. Returns (exit code, seconds,
+        killed): (None, 0.0, False) when it never started."""
+        result = (None, 0.0, False) if self.proc is None else self.proc.stop(grace_s)
+        if self.temporary_log:
+            try:
+                os.unlink(self.log_path)
+            except FileNotFoundError:
+                pass
+        return result
 
 
 # --------------------------------------------------------------------- what runs: notesd and the peer

@@ -4,15 +4,20 @@ one-way delay on both links (--delays, default 0.25, 1 and 5 ms): what the netwo
 round trip does to notesd (default, --prepared, --pipeline) and to the peers.
 
 Owns the runs inside the namespaces, their figures and their part of the report;
-the namespaces, links and delays are loadlib/netns.py's, the server commands,
-wrk's command line and the CPU snapshots the benchmark's (bench.py).
+the namespaces, links and delays are loadlib/netns.py's, the database
+loadlib/database.py's, the server commands and wrk's command line
+bench_subjects'; bench.py calls run_netns() after its rounds.
 """
 import os
+import subprocess
 import time
 
 from loadlib import netcheck, netns, procs, server
-from loadlib.commands import bench_report as report
-from loadlib.report import table
+from loadlib.commands.bench_figures import PEERS, check, ratio
+from loadlib.commands.bench_runs import wrk_invalid
+from loadlib.commands.bench_subjects import log, subject_command, wrk_cmd
+from loadlib.database import LocalDatabase
+from loadlib.report import fmt, fmt_ratio, table
 from loadlib.tools import run as toolrun, wrk
 
 NETNS_SUBJECTS = ["notesd", "notesd-prepared", "notesd-pipeline", "notesd-prepared-pipeline",
@@ -23,25 +28,29 @@ DB_PORT = "5432"  # inside nb-db, which has nothing else
 TARGETS = {1.0: 2.0, 5.0: 5.0}
 
 
-class NetnsDatabase:
+class NetnsDatabase(LocalDatabase):
     """A private PostgreSQL (sql/localdb.sh, its own data directory) run inside nb-db,
     listening on nb-db's address as well as its loopback; reseeded through that
     loopback. Its data directory outlives one delay's namespaces, not the run."""
 
     def __init__(self, datadir, cpus):
-        self.datadir, self.cpus = datadir, cpus
+        super().__init__(pin_cpus=cpus)
         self.env = dict(os.environ, NOTESD_PGDATA=datadir, NOTESD_PGPORT=DB_PORT)
         self.addr = netns.address("db", "srv")
+        self.datadir = datadir
         self.url = f"postgresql://postgres@{self.addr}:{DB_PORT}/notes"
-        self.postmaster = None
 
-    def localdb(self, verb):
-        res = toolrun.run_measured(netns.in_ns("db", [server.REPO + "/sql/localdb.sh", verb]),
-                                   env=self.env, timeout=300)
-        if res["rc"] != 0:
+    def localdb(self, verb, check=True):
+        """sql/localdb.sh VERB inside nb-db; NetnsError when it fails."""
+        argv = netns.in_ns("db", [server.REPO + "/sql/localdb.sh", verb])
+        res = toolrun.run_measured(argv, env=self.env, timeout=300)
+        if check and res["rc"] != 0:
             raise netns.NetnsError(f"sql/localdb.sh {verb} in nb-db: {res['output'].strip()}")
+        return subprocess.CompletedProcess(argv, res["rc"], stdout=res["output"], stderr="")
 
-    def start(self):
+    def open(self):
+        """Starts it (set up to listen on nb-db's address the first time), finds the
+        postmaster and pins it."""
         first = not os.path.exists(os.path.join(self.datadir, "PG_VERSION"))
         self.localdb("start")
         if first:
@@ -53,22 +62,11 @@ class NetnsDatabase:
                 f.write(f"host all all {netcheck.BENCH_NET} trust\n")
             self.localdb("stop")
             self.localdb("start")
-        from loadlib import pg
-        self.postmaster = pg.postmaster_pid(self.datadir)
-        if self.postmaster and self.cpus:
-            procs.set_tree_affinity(self.postmaster, self.cpus)
-
-    def reset(self):
-        self.localdb("reset")
-
-    def cpu(self):
-        return procs.tree_cpu_seconds(self.postmaster) if self.postmaster else None
-
-    def settle(self):
-        if self.postmaster:
-            procs.settle(self.postmaster)
+        self.attach()
+        return self
 
     def stop(self):
+        """Stops it (at the end of each delay: its namespaces go)."""
         if self.postmaster:
             self.localdb("stop")
             self.postmaster = None
@@ -77,24 +75,15 @@ class NetnsDatabase:
 def server_command(bench, subject, db_url, port, metrics_port):
     """(argv, env, cwd) of a subject inside nb-srv, listening on nb-srv's address on
     the link to nb-load."""
-    runtime = subject if subject in report.PEERS else "notesd"
-    base = dict(os.environ)
-    if runtime == "notesd":
-        base = {k: v for k, v in base.items() if k not in bench.notesd_vars}
-    env = server.target_env(runtime, base, db_url, port, metrics_port, pool_max=bench.args.pool)
+    cmd, env, cwd = subject_command(bench, subject, 1, db_url, port, metrics_port)
     env["HOST"] = netns.address("srv", "load")
-    cmd, cwd = server.target_command(runtime, bench.notesd)
-    if subject in ("notesd-prepared", "notesd-prepared-pipeline"):
-        env["PREPARED"] = "1"
-    if subject.endswith("-pipeline"):
-        cmd += ["--pipeline", str(bench.pipeline_depth)]
     return netns.in_ns("srv", cmd), env, cwd
 
 
-def run(bench, log, server_cpus, load_cpus):
+def run_netns(bench, server_cpus, load_cpus):
     """Every delay of --delays: build the layout, start PostgreSQL in nb-db, run the
     read mix against each subject, take it all down again (also on an error or an
-    interruption: the caller's finally runs bench.netns_teardown)."""
+    interruption: the caller's finally runs teardown())."""
     a = bench.args
     ok, why = netns.permitted()
     if not ok:
@@ -123,14 +112,14 @@ def run(bench, log, server_cpus, load_cpus):
         bench.netns_active = (layout, db)
         try:
             layout.up()
-            db.start()
+            db.open()
             for i, subject in enumerate(subjects):
                 rec = run_subject(bench, layout, db, subject, delay, 18400 + i, 19400 + i,
                                   server_cpus, load_cpus)
                 bench.netns_runs.append(rec)
                 log(f"  netns {delay:g} ms {subject:<24} " + (
-                    f"{report.fmt(rec['rps']):>9} req/s  p50 {report.fmt(rec['p50_ms'])} ms  "
-                    f"p99 {report.fmt(rec['p99_ms'])} ms" if rec["valid"]
+                    f"{fmt(rec['rps']):>9} req/s  p50 {fmt(rec['p50_ms'])} ms  "
+                    f"p99 {fmt(rec['p99_ms'])} ms" if rec["valid"]
                     else f"INVALID: {rec['invalid_reason']}"))
                 bench.save()
         except netns.NetnsError as e:
@@ -158,18 +147,6 @@ def teardown(bench):
     layout.down()
 
 
-class NetnsServer:
-    """A subject running in nb-srv (enough of bench.Server for bench.current)."""
-
-    def __init__(self, proc):
-        self.proc = proc
-
-    def stop(self):
-        if self.proc is not None:
-            self.proc.stop()
-        self.proc = None
-
-
 def run_subject(bench, layout, db, subject, delay, port, metrics_port, server_cpus, load_cpus):
     a = bench.args
     rec = {"delay_ms": delay, "subject": subject, "test": TEST, "link": layout.method}
@@ -178,14 +155,15 @@ def run_subject(bench, layout, db, subject, delay, port, metrics_port, server_cp
     url = f"http://{host}:{port}"
     netcheck.require_loopback_url(url, "the load's URL", from_ns=netns.NAMES["load"])
     rec["command"] = " ".join(cmd)
-    t0 = time.monotonic()
-    proc = server.Spawned(cmd, env, cwd, os.path.join(bench.logdir, f"netns-{delay:g}ms-"
-                                                      f"{subject}.log"), cpus=server_cpus)
-    bench.current = NetnsServer(proc)
+    proc = server.ProcessUnderTest(cmd, env, cwd, os.path.join(bench.logdir, f"netns-{delay:g}ms-"
+                                                               f"{subject}.log"),
+                                   port=port, ready_path="/notes?tag=js", host=host, cpus=server_cpus,
+                                   name=subject)
+    proc.start()
+    bench.current = proc
     try:
         with netns.entered("load"):
-            rec["startup_ms"] = 1e3 * server.wait_ready(proc, port, "/notes?tag=js", t0,
-                                                        host=host)
+            rec["startup_ms"] = 1e3 * proc.wait_ready()
     except (RuntimeError, OSError) as e:
         bench.current.stop()
         bench.current = None
@@ -197,13 +175,13 @@ def run_subject(bench, layout, db, subject, delay, port, metrics_port, server_cp
         if not a.no_reset:
             db.reset()
         conns = a.netns_connections
-        toolrun.run_measured(bench.wrk_cmd(TEST, port, a.warmup, conns, host, prefix),
+        toolrun.run_measured(wrk_cmd(bench, TEST, port, a.warmup, conns, host, prefix),
                              env=wrk_env, timeout=a.warmup + 30)
-        wrk_cmd = bench.wrk_cmd(TEST, port, a.duration, conns, host, prefix)
+        load_cmd = wrk_cmd(bench, TEST, port, a.duration, conns, host, prefix)
         db.settle()
         before = (time.monotonic(), procs.cpu_seconds(proc.pid), db.cpu(),
                   layout.wire_cpu_seconds(), procs.cpu_times())
-        res = toolrun.run_measured(wrk_cmd, env=wrk_env, timeout=a.duration + 30,
+        res = toolrun.run_measured(load_cmd, env=wrk_env, timeout=a.duration + 30,
                                    log_path=os.path.join(bench.logdir, f"netns-{delay:g}ms-"
                                                          f"{subject}.wrk.txt"))
         srv_cpu, wire_cpu, cpus = (procs.cpu_seconds(proc.pid), layout.wire_cpu_seconds(),
@@ -211,15 +189,7 @@ def run_subject(bench, layout, db, subject, delay, port, metrics_port, server_cp
         db.settle()
         db_cpu, t1 = db.cpu(), time.monotonic()
         w = wrk.json_line(res["output"])
-        reason = None
-        if res["rc"] != 0 or w is None:
-            reason = f"wrk exit {res['rc']}, no WRK_JSON line"
-        elif w["non2xx"] or w["socket_errors"]:
-            reason = f"{w['non2xx']} non-2xx, {w['socket_errors']} socket errors"
-        elif not w["requests"]:
-            reason = "no requests"
-        elif proc.poll() is not None:
-            reason = "server exited"
+        reason = wrk_invalid(res, w, proc, together=True)
         n = w["requests"] if w else 0
 
         def per(x0, x1):
@@ -230,7 +200,7 @@ def run_subject(bench, layout, db, subject, delay, port, metrics_port, server_cp
                    wire_cpu_us_per_req=per(before[3], wire_cpu),
                    loadgen_cpu_us_per_req=per(0, res["cpu_s"]),
                    cpu_busy=procs.cpu_busy_delta(before[4], cpus, t1 - before[0]),
-                   wrk_command="MODE=read " + " ".join(wrk_cmd))
+                   wrk_command="MODE=read " + " ".join(load_cmd))
         return rec
     finally:
         bench.current.stop()
@@ -239,24 +209,24 @@ def run_subject(bench, layout, db, subject, delay, port, metrics_port, server_cp
 
 # ---------------------------------------------------------------- figures
 
-def best_peer(records, delay):
+def best_peer_at(records, delay):
     """(peer, req/s) of the peer with the most req/s at this delay, or (None, None)."""
     found = [(r["subject"], r["rps"]) for r in records
-             if r.get("valid") and r["delay_ms"] == delay and r["subject"] in report.PEERS]
+             if r.get("valid") and r["delay_ms"] == delay and r["subject"] in PEERS]
     return max(found, key=lambda pv: pv[1]) if found else (None, None)
 
 
-def rows(records):
+def netns_rows(records):
     """Per delay and subject: req/s, p50, p99, CPU, and req/s over the best peer's."""
     out = []
     for r in records:
-        peer, peer_rps = best_peer(records, r["delay_ms"])
-        out.append(dict(r, best_peer=peer, vs_peer=report.ratio(r.get("rps") if r.get("valid")
-                                                                else None, peer_rps)))
+        peer, peer_rps = best_peer_at(records, r["delay_ms"])
+        out.append(dict(r, best_peer=peer, vs_peer=ratio(r.get("rps") if r.get("valid")
+                                                         else None, peer_rps)))
     return out
 
 
-def target_rows(records):
+def netns_target_rows(records):
     """The plan's targets: notesd --pipeline (the better of unnamed and prepared) at
     1 ms one way ≥ 2× the best peer's req/s, at 5 ms ≥ 5×."""
     out = []
@@ -266,11 +236,11 @@ def target_rows(records):
         piped = [(r["subject"], r["rps"]) for r in records if r.get("valid") and
                  r["delay_ms"] == delay and r["subject"].endswith("-pipeline")]
         subject, mine = max(piped, key=lambda sv: sv[1]) if piped else ("notesd-pipeline", None)
-        peer, peer_rps = best_peer(records, delay)
-        value = report.ratio(mine, peer_rps)
+        peer, peer_rps = best_peer_at(records, delay)
+        value = ratio(mine, peer_rps)
         out.append({"delay_ms": delay, "subject": subject, "rps": mine, "best_peer": peer,
                     "peer_rps": peer_rps, "value": value, "threshold": need,
-                    "result": report.check(value, ">=", need)})
+                    "result": check(value, ">=", need)})
     return out
 
 
@@ -287,7 +257,7 @@ def caps(delay_ms, pool, connections):
     return http, pooled, http / pooled
 
 
-def section(records, setup):
+def netns_section(records, setup):
     """The three-host part of the report (empty when --netns was not given)."""
     if not setup:
         return ""
@@ -305,14 +275,14 @@ def section(records, setup):
                "scheduler finds room).")
     out.append("")
     trows = []
-    for r in rows(records):
+    for r in netns_rows(records):
         trows.append([f"{r['delay_ms']:g}", r["subject"],
-                      report.fmt(r.get("rps")) if r.get("valid") else
+                      fmt(r.get("rps")) if r.get("valid") else
                       f"INVALID: {r.get('invalid_reason')}",
-                      report.fmt(r.get("p50_ms")), report.fmt(r.get("p99_ms")),
-                      report.fmt(r.get("cpu_us_per_req")), report.fmt(r.get("db_cpu_us_per_req")),
-                      report.fmt(r.get("wire_cpu_us_per_req")),
-                      f"{r['best_peer'] or '–'}", report.fmt_ratio(r.get("vs_peer"))])
+                      fmt(r.get("p50_ms")), fmt(r.get("p99_ms")),
+                      fmt(r.get("cpu_us_per_req")), fmt(r.get("db_cpu_us_per_req")),
+                      fmt(r.get("wire_cpu_us_per_req")),
+                      f"{r['best_peer'] or '–'}", fmt_ratio(r.get("vs_peer"))])
     out.append(table(["one-way delay ms", "subject", "req/s", "p50 ms", "p99 ms",
                       "server CPU µs/req", "DB CPU µs/req", "delay line CPU µs/req",
                       "best peer", "req/s / best peer's"], trows))
@@ -320,8 +290,8 @@ def section(records, setup):
     crows = []
     for d in setup["delays_ms"]:
         http_cap, pool_cap, most = caps(d, setup["pool"], setup["connections"])
-        crows.append([f"{d:g}", f"{2 * d:g}", report.fmt(http_cap), report.fmt(pool_cap),
-                      report.fmt_ratio(most)])
+        crows.append([f"{d:g}", f"{2 * d:g}", fmt(http_cap), fmt(pool_cap),
+                      fmt_ratio(most)])
     out.append(f"What the round trips allow on their own, with wrk `-c{setup['connections']}` "
                f"and a pool of {setup['pool']}: a read request takes at least an HTTP round "
                "trip and a database round trip, so wrk's connections carry at most "
@@ -343,13 +313,13 @@ def section(records, setup):
         out.append(f"- {subject}: SKIP — {why}")
     if setup.get("skipped_subjects"):
         out.append("")
-    tr = target_rows(records)
+    tr = netns_target_rows(records)
     if tr:
         out.append(table(["one-way delay ms", "target", "notesd pipelined req/s", "best peer",
                           "ratio", "result"],
                          [[f"{t['delay_ms']:g}",
                            f"{t['subject']} ≥ {t['threshold']:g}× best peer",
-                           report.fmt(t["rps"]), f"{t['best_peer'] or '–'} "
-                           f"{report.fmt(t['peer_rps'])}", report.fmt_ratio(t["value"]),
+                           fmt(t["rps"]), f"{t['best_peer'] or '–'} "
+                           f"{fmt(t['peer_rps'])}", fmt_ratio(t["value"]),
                            f"**{t['result']}**"] for t in tr]))
     return "\n".join(out)

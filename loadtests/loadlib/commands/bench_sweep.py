@@ -2,16 +2,18 @@
 notesd and the peers under wrk with 1, 10, 100 and 1000 connections: req/s,
 p50 and p99 per level, a table, a target and a latency-throughput SVG chart.
 
-Owns the sweep's runs, its figures and its section of the report; starting
-servers, wrk's command line, the database reset and the CPU snapshots are the
-benchmark's (bench.py), which calls run() after its rounds.
+Owns the sweep's runs, its figures and its section of the report; the servers
+and wrk's command line are bench_subjects', the CPU snapshots bench_runs', and
+bench.py calls run_sweep() after its rounds.
 """
 import os
 import resource
 
 from loadlib import charts
-from loadlib.commands import bench_report as report
-from loadlib.report import table
+from loadlib.commands.bench_figures import DB_TESTS, PATHS, PEERS, check, ratio
+from loadlib.commands.bench_runs import begin, cpu_deltas, end, wrk_invalid
+from loadlib.commands.bench_subjects import Subject, log, wrk_cmd
+from loadlib.report import fmt, fmt_ratio, table
 from loadlib.tools import run as toolrun, wrk
 
 SWEEP_TESTS = ["json", "read"]
@@ -43,7 +45,7 @@ def raise_fd_limit(connections):
     return need
 
 
-def run(bench, server_class, log):
+def run_sweep(bench):
     """Runs the sweep: each subject started once, then per test and level a reset
     (read), a warm-up and a measured wrk run. Records go to bench.sweep_runs."""
     a = bench.args
@@ -56,7 +58,7 @@ def run(bench, server_class, log):
     log(f"sweep: {', '.join(subjects)} × {', '.join(SWEEP_TESTS)} × connections "
         f"{', '.join(str(n) for n in levels)}")
     for subject in subjects:
-        srv = server_class(bench, subject, 1)
+        srv = Subject(bench, subject, 1)
         tests = [t for t in SWEEP_TESTS if t in srv.tests]
         if not tests:
             continue
@@ -78,8 +80,8 @@ def run(bench, server_class, log):
                     rec = run_level(bench, srv, test, n)
                     bench.sweep_runs.append(rec)
                     log(f"  sweep {subject:<16} {test:<5} c{n:<5} "
-                        + (f"{report.fmt(rec['rps']):>9} req/s  p50 {report.fmt(rec['p50_ms'])} "
-                           f"ms  p99 {report.fmt(rec['p99_ms'])} ms" if rec["valid"] else
+                        + (f"{fmt(rec['rps']):>9} req/s  p50 {fmt(rec['p50_ms'])} "
+                           f"ms  p99 {fmt(rec['p99_ms'])} ms" if rec["valid"] else
                            f"INVALID: {rec['invalid_reason']}"))
                     bench.save()
         finally:
@@ -90,31 +92,23 @@ def run(bench, server_class, log):
 def run_level(bench, srv, test, connections):
     a = bench.args
     rec = {"subject": srv.subject, "test": test, "connections": connections}
-    if test in report.DB_TESTS and not a.no_reset:
+    if test in DB_TESTS and not a.no_reset:
         bench.db.reset()
     env = dict(os.environ, MODE=test)
-    toolrun.run_measured(bench.wrk_cmd(test, srv.port, a.warmup, connections), env=env,
+    toolrun.run_measured(wrk_cmd(bench, test, srv.port, a.warmup, connections), env=env,
                          timeout=a.warmup + 30)
-    cmd = bench.wrk_cmd(test, srv.port, a.duration, connections)
-    before = bench.begin(srv.pid)
+    cmd = wrk_cmd(bench, test, srv.port, a.duration, connections)
+    before = begin(bench, srv.pid)
     res = toolrun.run_measured(cmd, env=env, timeout=a.duration + 30, log_path=os.path.join(
         bench.logdir, f"sweep-{srv.label}-{test}-c{connections}.wrk.txt"))
-    after = bench.end(srv.pid)
+    after = end(bench, srv.pid)
     w = wrk.json_line(res["output"])
-    reason = None
-    if res["rc"] != 0 or w is None:
-        reason = f"wrk exit {res['rc']}, no WRK_JSON line"
-    elif w["non2xx"] or w["socket_errors"]:
-        reason = f"{w['non2xx']} non-2xx, {w['socket_errors']} socket errors"
-    elif not w["requests"]:
-        reason = "no requests"
-    elif srv.proc.poll() is not None:
-        reason = "server exited"
+    reason = wrk_invalid(res, w, srv.proc, together=True)
     requests = w["requests"] if w else 0
     rec.update(valid=reason is None, invalid_reason=reason, requests=requests,
                rps=w and w["rps"], p50_ms=w and w["p50_ms"], p99_ms=w and w["p99_ms"],
                wrk_command="MODE=" + test + " " + " ".join(cmd))
-    bench.deltas(before, after, rec, requests, res["cpu_s"])
+    cpu_deltas(before, after, rec, requests, res["cpu_s"])
     return rec
 
 
@@ -129,7 +123,7 @@ def grid(records):
     return out
 
 
-def target_rows(records):
+def sweep_target_rows(records):
     """At 1 and 10 connections, per test: notesd's p99 over the best peer's (the
     lowest p99 among node, bun and deno at that level), PASS when ≤ 1/3."""
     g = grid(records)
@@ -138,14 +132,14 @@ def target_rows(records):
         by = g.get(test, {})
         for n in SERVICE_LEVELS:
             mine = (by.get("notesd", {}).get(n) or {}).get("p99_ms")
-            peers = [(p, (by.get(p, {}).get(n) or {}).get("p99_ms")) for p in report.PEERS]
+            peers = [(p, (by.get(p, {}).get(n) or {}).get("p99_ms")) for p in PEERS]
             peers = [(p, v) for p, v in peers if v is not None]
             peer, peer_v = min(peers, key=lambda pv: pv[1]) if peers else (None, None)
-            value = report.ratio(mine, peer_v)
+            value = ratio(mine, peer_v)
             rows.append({"test": test, "connections": n, "notesd_p99_ms": mine,
                          "best_peer": peer, "peer_p99_ms": peer_v, "value": value,
                          "threshold": P99_SHARE,
-                         "result": report.check(value, "<=", P99_SHARE)})
+                         "result": check(value, "<=", P99_SHARE)})
     return rows
 
 
@@ -163,12 +157,12 @@ def chart(test, by_subject):
                        False))
         series.append((key, f"{subject} p50", [(r["rps"], r["p50_ms"], None) for n, r in pts],
                        True))
-    title = f"Latency against throughput — {report.PATHS[test]}"
+    title = f"Latency against throughput — {PATHS[test]}"
     return charts.line_chart(title, "wrk -t1, connections 1 / 10 / 100 / 1000 per point; "
                              "log scale", series, "req/s", "latency (ms)", log_y=True)
 
 
-def section(records, out_dir):
+def sweep_section(records, out_dir):
     """The sweep's part of the report (empty without a sweep); writes sweep-TEST.svg."""
     if not records:
         return ""
@@ -193,10 +187,10 @@ def section(records, out_dir):
             for n in levels:
                 r = by[subject].get(n)
                 cells.append("–" if r is None else
-                             f"{report.fmt(r['rps'])} / {report.fmt(r['p50_ms'])} / "
-                             f"{report.fmt(r['p99_ms'])}")
+                             f"{fmt(r['rps'])} / {fmt(r['p50_ms'])} / "
+                             f"{fmt(r['p99_ms'])}")
             rows.append([subject] + cells)
-        out.append(f"### {test} ({report.PATHS[test]}): req/s / p50 ms / p99 ms")
+        out.append(f"### {test} ({PATHS[test]}): req/s / p50 ms / p99 ms")
         out.append("")
         out.append(table(["subject"] + [f"{n} connection{'s' if n > 1 else ''}"
                                         for n in levels], rows))
@@ -207,10 +201,10 @@ def section(records, out_dir):
                 f.write(chart(test, by))
             out.append(f"![latency against throughput, {test}]({name})")
             out.append("")
-    trows = [[r["test"], r["connections"], report.fmt(r["notesd_p99_ms"]),
-              f"{r['best_peer'] or '–'} {report.fmt(r['peer_p99_ms'])}",
-              report.fmt_ratio(r["value"]), f"<= {r['threshold']:.2f}", f"**{r['result']}**"]
-             for r in target_rows(records)]
+    trows = [[r["test"], r["connections"], fmt(r["notesd_p99_ms"]),
+              f"{r['best_peer'] or '–'} {fmt(r['peer_p99_ms'])}",
+              fmt_ratio(r["value"]), f"<= {r['threshold']:.2f}", f"**{r['result']}**"]
+             for r in sweep_target_rows(records)]
     out.append("Target: notesd's p99 ≤ 1/3 of the best peer's at 1 and 10 connections.")
     out.append("")
     out.append(table(["test", "connections", "notesd p99 ms", "best peer p99 ms",

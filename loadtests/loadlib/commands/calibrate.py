@@ -54,6 +54,7 @@ from loadlib.commands import calibrate_matrix, calibrate_scorecard
 from loadlib.server import LOADTESTS, REPO
 from loadlib.netcheck import is_loopback
 from loadlib.quantile import median
+from loadlib.report import fmt_fixed as fmt, logger
 from loadlib.tools import wrk
 from loadlib.tools.base import RunSpec
 from loadlib.tools.run import run_measured
@@ -63,10 +64,6 @@ OPENLOAD = os.path.join(LOADTESTS, "calibration", "openload.py")
 DELAY_PATH = "/delay/:ms"
 SETTLE = 0.3  # seconds between the end of a run and its closing scrape
 DELAY_ROWS = [(0, 1), (0, 10), (0, 50), (20, 10), (20, 50)]  # (jitter, connections) of section 1
-
-
-def fmt(x, digits=2):
-    return "n/a" if x is None else f"{x:.{digits}f}"
 
 
 # ------------------------------------------------------------------ metrics
@@ -212,34 +209,26 @@ def size_stall(base_url, target_ms, limit=10000000):
 
 # ------------------------------------------------------------------ the server
 
-class Server:
+def start_notesd(args, pin):
     """build/notesd on 127.0.0.1, pinned to CPU 1 when the machine allows; its log in a
-    temporary file that goes away with it."""
-
-    def __init__(self, args, pin):
-        self.port, self.metrics_port = args.port, args.metrics_port
-        for p in (self.port, self.metrics_port):
-            if not srv.port_free(p):
-                raise SystemExit(f"calibrate: port {p} is taken; pick --port/--metrics-port")
-        env = srv.target_env("notesd", os.environ, args.db_url, self.port, self.metrics_port)
-        env.update(LOG_LEVEL="warn", SERVER_TIMING="1")     # section 2 reads Server-Timing
-        argv, cwd = srv.target_command("notesd", args.notesd)
-        self.log = os.path.join(tempfile.gettempdir(), f"calibrate-notesd-{os.getpid()}.log")
-        self.proc = srv.Spawned(procs.taskset(argv, 1 if pin else None), env, cwd, self.log, tied=True)
-        try:
-            srv.wait_ready(self.proc, self.port, "/status", time.monotonic(), limit_s=15, poll_s=0.05)
-        except srv.NotReady as e:
-            with open(self.log) as f:
-                text = f.read()
-            self.stop()
-            raise SystemExit(f"calibrate: notesd {e}: {text}")
-
-    def stop(self):
-        self.proc.stop(10)
-        try:
-            os.unlink(self.log)
-        except FileNotFoundError:
-            pass
+    temporary file that goes away with it. Returns its ProcessUnderTest."""
+    for p in (args.port, args.metrics_port):
+        if not srv.port_free(p):
+            raise SystemExit(f"calibrate: port {p} is taken; pick --port/--metrics-port")
+    env = srv.target_env("notesd", os.environ, args.db_url, args.port, args.metrics_port)
+    env.update(LOG_LEVEL="warn", SERVER_TIMING="1")     # section 2 reads Server-Timing
+    argv, cwd = srv.target_command("notesd", args.notesd)
+    log_path = os.path.join(tempfile.gettempdir(), f"calibrate-notesd-{os.getpid()}.log")
+    server = srv.ProcessUnderTest(argv, env, cwd, log_path, port=args.port, cpus=1 if pin else None,
+                                  taskset=True, tied=True, temporary_log=True)
+    server.start()
+    try:
+        server.wait_ready(limit_s=15, poll_s=0.05)
+    except srv.NotReady as e:
+        text = server.log_text()
+        server.stop()
+        raise SystemExit(f"calibrate: notesd {e}: {text}")
+    return server
 
 
 # ------------------------------------------------------------------ the report
@@ -573,8 +562,7 @@ def parse_args():
     return p, args
 
 
-def log(msg):
-    print(f"calibrate: {msg}", file=sys.stderr, flush=True)
+log = logger("calibrate")
 
 
 # Each experiment below runs one section's measurements and returns its raw
@@ -654,9 +642,9 @@ def start_target(p, args, runner):
     else:
         if not os.access(args.notesd, os.X_OK):
             p.error(f"{args.notesd} is not built (server/build.sh), or pass --base-url")
-        server = Server(args, runner.pin)
-        args.base_url = f"http://127.0.0.1:{server.port}"
-        args.metrics_url = args.metrics_url or f"http://127.0.0.1:{server.metrics_port}/metrics"
+        server = start_notesd(args, runner.pin)
+        args.base_url = f"http://127.0.0.1:{args.port}"
+        args.metrics_url = args.metrics_url or f"http://127.0.0.1:{args.metrics_port}/metrics"
     if args.metrics_url and not is_loopback(urllib.parse.urlsplit(args.metrics_url).hostname or ""):
         p.error("--metrics-url must be on a loopback address")
     return server

@@ -31,12 +31,12 @@ import dataclasses
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 
 from loadlib import httpc, procs, prom, server as srv
+from loadlib.report import logger
 from loadlib.server import REPO
 from loadlib.tools import run as toolrun
 from loadlib.tools.base import RunSpec
@@ -142,15 +142,15 @@ class Target:
                    LOG_LEVEL="warn", SERVER_TIMING="1")
         argv = [os.path.abspath(notesd), "--host", "127.0.0.1", "--port", str(self.port), "--metrics-host",
                 "127.0.0.1", "--metrics-port", str(self.metrics_port), *extra]
-        self.log = tempfile.mktemp(prefix="calibrate-matrix-notesd-", suffix=".log")
-        self.proc = srv.Spawned(procs.taskset(argv, 1 if pin else None), env, REPO, self.log,
-                                tied=True)
+        log_path = tempfile.mktemp(prefix="calibrate-matrix-notesd-", suffix=".log")
+        self.process = srv.ProcessUnderTest(argv, env, REPO, log_path, port=self.port,
+                                            cpus=1 if pin else None, taskset=True, tied=True,
+                                            temporary_log=True)
+        self.process.start()
         try:
-            srv.wait_ready(self.proc, self.port, "/status", time.monotonic(), limit_s=15,
-                           poll_s=0.05)
+            self.process.wait_ready(limit_s=15, poll_s=0.05)
         except srv.NotReady as e:
-            with open(self.log) as f:
-                text = f.read().strip()
+            text = self.process.log_text().strip()
             self.stop()
             raise RuntimeError(f"notesd {e}: {text}") from None
 
@@ -166,11 +166,7 @@ class Target:
         return status, body.decode("utf-8", "replace")
 
     def stop(self):
-        self.proc.stop(10)
-        try:
-            os.unlink(self.log)
-        except FileNotFoundError:
-            pass
+        self.process.stop(10)
 
 
 def server_features(notesd, target):
@@ -579,8 +575,7 @@ def judge_omission(run, tool):
 
 # ------------------------------------------------------------------ the matrix
 
-def log(msg):
-    print(f"calibrate: {msg}", file=sys.stderr, flush=True)
+log = logger("calibrate")
 
 
 def selected(tools):

@@ -13,10 +13,12 @@ import subprocess
 import sys
 import time
 
-from loadlib import openmetrics, pg, procs, server
+from loadlib import cli, openmetrics, pg, procs, server
 from loadlib.commands import analyze
-from loadlib.netcheck import db_hosts, db_port, is_loopback_host, remote_db_hosts  # noqa: F401
-from loadlib.procs import find_postmaster, loadavg, machine_info
+from loadlib.database import LocalDatabase
+from loadlib.netcheck import db_hosts, remote_db_hosts
+from loadlib.procs import loadavg, machine_info
+from loadlib.report import logger
 from loadlib.sampler import Sampler
 from loadlib.server import LOADTESTS, REPO
 from loadlib.tools import wrk
@@ -40,29 +42,11 @@ K6_HINT = ("k6 is not in Debian or npm. Run it from the Compose stack instead, "
            "install it from its upstream package, or use --tool wrk")
 
 
+log = logger(stream="stdout")   # progress on stdout, errors on stderr
+
+
 class HarnessError(Exception):
     pass
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def seconds(text, what):
-    """'180s', '3m', '1m30s', '2', '500ms' -> seconds (float)."""
-    s = str(text).strip()
-    if re.fullmatch(r"\d+(\.\d+)?", s):
-        return float(s)
-    total, pos = 0.0, 0
-    for m in re.finditer(r"(\d+(?:\.\d+)?)(ms|h|m|s)", s):
-        if m.start() != pos:
-            break
-        n = float(m.group(1))
-        total += {"h": 3600, "m": 60, "s": 1, "ms": 0.001}[m.group(2)] * n
-        pos = m.end()
-    if not s or pos != len(s):
-        raise argparse.ArgumentTypeError(f"bad {what} {text!r} (use e.g. 180s, 3m, 1m30s)")
-    return total
 
 
 def parse_args(argv):
@@ -107,9 +91,9 @@ def parse_args(argv):
     if not 1 <= a.vus <= 10000:
         ap.error("--vus must be 1..10000")
     try:
-        a.duration_s = seconds(a.duration, "duration")
-        a.pause_s = seconds(a.pause, "pause")
-        a.warmup_s = seconds(a.warmup, "warmup")
+        a.duration_s = cli.seconds(a.duration, "duration")
+        a.pause_s = cli.seconds(a.pause, "pause")
+        a.warmup_s = cli.seconds(a.warmup, "warmup")
     except argparse.ArgumentTypeError as e:
         ap.error(str(e))
     if a.duration_s != int(a.duration_s) or not 1 <= a.duration_s <= 3600:
@@ -122,44 +106,31 @@ def parse_args(argv):
 
 # --------------------------------------------------------------------- the database
 
-class Database:
-    """The notes database: the private one of sql/localdb.sh (DB_URL unset), or DB_URL."""
+def open_database(allow_remote):
+    """The notes database: the private one of sql/localdb.sh (DB_URL unset), or DB_URL,
+    which must be on this machine unless allow_remote."""
+    url = os.environ.get("DB_URL", "")
+    remote = remote_db_hosts(url) if url else []
+    if remote and not allow_remote:
+        raise HarnessError(f"DB_URL names {', '.join(remote)}, which is not on this machine; every run "
+                           "drops and reseeds its notes table. Pass --allow-remote-db if that is meant.")
+    try:
+        return LocalDatabase(url).open()
+    except pg.DatabaseError as e:
+        raise HarnessError(str(e)) from None
 
-    def __init__(self, allow_remote):
-        url = os.environ.get("DB_URL", "")
-        if url:
-            remote = remote_db_hosts(url)
-            if remote and not allow_remote:
-                raise HarnessError(f"DB_URL names {', '.join(remote)}, which is not on this machine; every run "
-                                   "drops and reseeds its notes table. Pass --allow-remote-db if that is meant.")
-            self.private = False
-            self.url = url
-            self.remote = bool(remote)
-        else:
-            self.private = True
-            self.remote = False
-            try:
-                pg.localdb("start")
-                self.url = pg.localdb("url").stdout.strip()
-            except pg.DatabaseError as e:
-                raise HarnessError(str(e)) from None
-        self.port = db_port(self.url)
-        self.postmaster = None if self.remote else find_postmaster(self.port)
-        self.version = pg.server_version(self.url)
 
-    def reset(self):
-        """Drop, recreate and reseed the notes table; returns seconds taken."""
-        t0 = time.monotonic()
-        try:
-            pg.reset(self.url, self.private)
-        except pg.DatabaseError as e:
-            raise HarnessError(str(e)) from None
-        return time.monotonic() - t0
+def reset_database(db):
+    """Drop, recreate and reseed the notes table; returns seconds taken."""
+    try:
+        return db.reset()
+    except pg.DatabaseError as e:
+        raise HarnessError(str(e)) from None
 
 
 # --------------------------------------------------------------------- targets
 
-def pick_ports():
+def free_ports():
     ports = server.pick_ports(TARGET_PORTS, METRICS_OFFSET)
     if ports is None:
         raise HarnessError("no free port pair in 18100-18199 / 19100-19199")
@@ -171,41 +142,15 @@ def pinning():
     return (1, 0) if procs.can_pin((0, 1)) else (None, None)
 
 
-class Target:
-    def __init__(self, name, notesd_bin):
-        self.name = name
-        self.notesd_bin = notesd_bin
-        self.proc = None
-
-    def command(self):
-        return server.target_command(self.name, self.notesd_bin)
-
-    def env(self, db_url, port, metrics_port):
-        base = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR") if k in os.environ}
-        return server.target_env(self.name, base, db_url, port, metrics_port, pool_max=20)
-
-    def start(self, db_url, port, metrics_port, cpu, log_path):
-        argv, cwd = self.command()
-        argv = procs.taskset(argv, cpu)
-        t0 = time.monotonic()
-        # taskset execs the server, so the pid is the server's own; if the harness dies,
-        # the server gets SIGTERM from the kernel (tied)
-        self.proc = server.Spawned(argv, self.env(db_url, port, metrics_port), cwd, log_path, tied=True)
-        return t0, argv, cwd
-
-    def wait_first_200(self, port, t0):
-        """Seconds from spawn to the first 200 of GET /notes?tag=js."""
-        try:
-            return server.wait_ready(self.proc, port, STARTUP_PATH, t0, limit_s=STARTUP_TIMEOUT_S,
-                                     poll_s=STARTUP_POLL_S, timeout_s=2.0)
-        except server.NotReady as e:
-            raise HarnessError(f"{self.name}: {e}") from None
-
-    def stop(self):
-        """SIGTERM, wait; SIGKILL after STOP_TIMEOUT_S. Returns (exit code, seconds, killed)."""
-        if self.proc is None:
-            return None, 0.0, False
-        return self.proc.stop(STOP_TIMEOUT_S)
+def target_process(name, notesd_bin, db_url, port, metrics_port, cpu, log_path):
+    """A target, to be started pinned to `cpu` by taskset (which execs it, so the pid is
+    the server's own, and the recorded command line shows the pinning) and tied to the
+    harness: if the harness dies, the kernel sends it SIGTERM."""
+    argv, cwd = server.target_command(name, notesd_bin)
+    base = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR") if k in os.environ}
+    env = server.target_env(name, base, db_url, port, metrics_port, pool_max=20)
+    return server.ProcessUnderTest(argv, env, cwd, log_path, port=port, ready_path=STARTUP_PATH, cpus=cpu,
+                                   taskset=True, tied=True, name=name)
 
 
 def ensure_binaries(targets):
@@ -400,14 +345,20 @@ class Run:
         os.makedirs(tdir, exist_ok=True)
         tag = f"[round {rnd}/{a.rounds}] {target}"
         info = {"target": target, "round": rnd}
-        info["reset_s"] = round(db.reset(), 3)      # a database that cannot be reset ends the run
-        t = Target(target, notesd_bin)
+        info["reset_s"] = round(reset_database(db), 3)      # a database that cannot be reset ends the run
+        t = None
         try:
-            port, metrics_port = pick_ports()
+            port, metrics_port = free_ports()
             info.update({"port": port, "metrics_port": metrics_port, "cpu": cpus[0]})
-            t0, argv, cwd = t.start(db.url, port, metrics_port, cpus[0], os.path.join(tdir, "target.log"))
-            info.update({"argv": argv, "cwd": cwd, "pid": t.proc.pid})
-            info["startup_s"] = round(t.wait_first_200(port, t0), 4)
+            t = target_process(target, notesd_bin, db.url, port, metrics_port, cpus[0],
+                               os.path.join(tdir, "target.log"))
+            t.start()
+            info.update({"argv": t.argv, "cwd": t.cwd, "pid": t.pid})
+            try:
+                info["startup_s"] = round(t.wait_ready(limit_s=STARTUP_TIMEOUT_S, poll_s=STARTUP_POLL_S,
+                                                       timeout_s=2.0), 4)
+            except server.NotReady as e:
+                raise HarnessError(f"{target}: {e}") from None
             log(f"{tag}: notes table reset in {info['reset_s']:.1f}s; first 200 after {info['startup_s']:.3f}s "
                 f"(pid {t.proc.pid}, port {port}, metrics {metrics_port})")
             if a.warmup_s:
@@ -424,7 +375,7 @@ class Run:
             self.failures.append(f"{tag}: {e}")
             log(f"{tag}: FAILED: {e}")
         finally:
-            code, took, killed = t.stop()
+            code, took, killed = t.stop(STOP_TIMEOUT_S) if t else (None, 0.0, False)
             info.update({"exit_code": code, "stop_s": round(took, 3), "killed": killed})
             with open(os.path.join(tdir, "start.json"), "w") as f:
                 json.dump(info, f, indent=2)
@@ -456,7 +407,7 @@ def main(argv=None):
     started = time.time()
     try:
         tool = Tool(a.tool, a.vus, a.duration_s)
-        db = Database(a.allow_remote_db)
+        db = open_database(a.allow_remote_db)
         notesd_bin = ensure_binaries(a.targets)
     except (HarnessError, subprocess.CalledProcessError) as e:
         print(f"run.sh: {e}", file=sys.stderr)
@@ -519,3 +470,7 @@ def main(argv=None):
         return 130 if interrupted else 1
     log("== every test reconciled, 0 failed requests")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,26 +1,23 @@
 """The wrk adapter and the tool runner: parsing the WRK_JSON lines of the committed
-fixtures (loadtests/harness/fixtures/), and real wrk runs against a small HTTP
+fixtures (loadtests/tests/fixtures/), and real wrk runs against a small HTTP
 server on loopback, with the tool's own CPU time measured.
 
-    /usr/bin/python3 loadtests/loadlib/tests/test_wrk.py
+    cd loadtests && /usr/bin/python3 -B -m tests.lib.test_wrk
 """
 import http.server
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import unittest
 
-sys.dont_write_bytecode = True
-LOADTESTS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, LOADTESTS)
 
-from loadlib import netcheck, procs  # noqa: E402
-from loadlib.tools import run, wrk  # noqa: E402
-from loadlib.tools.base import RunSpec, ToolResult  # noqa: E402
+from loadlib import netcheck, procs
+from loadlib.tools import run, wrk
+from loadlib.tools.base import RunSpec, ToolResult
+from tests import FIXTURES
 
-FIX = os.path.join(LOADTESTS, "harness", "fixtures")
+FIX = FIXTURES
 
 
 def fixture(name):

@@ -1,20 +1,17 @@
 """loadlib.prom: the Prometheus text format's edge cases, series selection and
 deltas between scrapes.
 
-    /usr/bin/python3 loadtests/loadlib/tests/test_prom.py
+    cd loadtests && /usr/bin/python3 -B -m tests.lib.test_prom
 """
 import math
 import os
-import sys
 import unittest
 
-sys.dont_write_bytecode = True
-LOADTESTS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, LOADTESTS)
 
-from loadlib import prom  # noqa: E402
+from loadlib import prom
+from tests import FIXTURES
 
-FIX = os.path.join(LOADTESTS, "harness", "fixtures")
+FIX = FIXTURES
 
 
 class Parsing(unittest.TestCase):

@@ -3,20 +3,17 @@ line by line against the format's rules (families declared once and contiguous,
 counters without `_total` in their family name, histogram points together,
 increasing timestamps per series, `# EOF` last).
 
-    /usr/bin/python3 loadtests/loadlib/tests/test_openmetrics.py
+    cd loadtests && /usr/bin/python3 -B -m tests.lib.test_openmetrics
 """
 import os
 import re
-import sys
 import unittest
 
-sys.dont_write_bytecode = True
-LOADTESTS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, LOADTESTS)
 
-from loadlib import openmetrics as om, prom  # noqa: E402
+from loadlib import openmetrics as om, prom
+from tests import FIXTURES
 
-FIX = os.path.join(LOADTESTS, "harness", "fixtures")
+FIX = FIXTURES
 T0 = 1764540000.0
 
 PAGE = """# HELP req_total Requests "answered", back\\\\slash.

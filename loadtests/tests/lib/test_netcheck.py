@@ -1,16 +1,12 @@
 """loadlib.netcheck: only this machine's loopback is accepted, for load and for a
 database that a run drops and reseeds.
 
-    /usr/bin/python3 loadtests/loadlib/tests/test_netcheck.py
+    cd loadtests && /usr/bin/python3 -B -m tests.lib.test_netcheck
 """
-import os
-import sys
 import unittest
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from loadlib import netcheck  # noqa: E402
+from loadlib import netcheck
 
 
 class Loopback(unittest.TestCase):

@@ -1,7 +1,7 @@
 """A short real run of loadtests/bench --netns: three namespaces, 1 ms one way, the
 read mix against notesd for 2 s, then nothing left behind.
 
-    NOTESD_BIN=build/notesd /usr/bin/python3 loadtests/bench.d/smoke_netns.py
+    cd loadtests && NOTESD_BIN=../build/notesd /usr/bin/python3 -B -m tests.bench.smoke_netns
 
 Checks: the run exits 0 within its time; bench.json holds a valid netns run of notesd
 with requests, whose median latency is at least the two network round trips a request
@@ -16,13 +16,9 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-LOADTESTS = os.path.dirname(HERE)
-REPO = os.path.dirname(LOADTESTS)
-sys.dont_write_bytecode = True
-sys.path.insert(0, LOADTESTS)
 
-from loadlib import netcheck, netns  # noqa: E402
+from loadlib import netcheck, netns
+from tests import LOADTESTS, REPO
 
 SKIP = 77
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tests of loadtests/reconcile, on fixtures in fixtures/:
+"""Tests of loadtests/reconcile, on fixtures in loadtests/tests/fixtures/:
 
   native-read-*      a real 3 s wrk run (read, 8 connections) against notesd: the two
                      scrapes and wrk's output with BREAKDOWN=1
@@ -14,7 +14,7 @@
                      that claims 10 answers the server never counted
   *-mismatch.txt     wrk output that claims 100 answers more than the server counted
 
-    /usr/bin/python3 loadtests/harness/test_reconcile.py
+    cd loadtests && /usr/bin/python3 -B -m tests.harness.test_reconcile
 """
 import json
 import math
@@ -24,15 +24,12 @@ import sys
 import tempfile
 import unittest
 
-sys.dont_write_bytecode = True   # no __pycache__ next to the scripts
+from loadlib import prom, quantile
+from loadlib.commands import reconcile_client as rc
+from tests import FIXTURES, LOADTESTS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-LOADTESTS = os.path.dirname(HERE)
-sys.path.insert(0, LOADTESTS)
-FIX = os.path.join(HERE, "fixtures")
+FIX = FIXTURES
 RECONCILE = os.path.join(LOADTESTS, "reconcile")   # the command as run.sh runs it
-
-from loadlib.commands import reconcile as rc  # noqa: E402
 
 
 def run(*args):
@@ -59,7 +56,7 @@ class PrometheusText(unittest.TestCase):
                 'c 1.5e+09 1796026563000\n'
                 'd{le="+Inf"} +Inf\n'
                 'e NaN\n')
-        samples = rc.parse_metrics(text)
+        samples = prom.parse_metrics(text)
         self.assertEqual(samples[0], ("a_total", {"method": "GET", "path": "/notes/:id", "status_code": "200"}, 17383.0))
         self.assertEqual(samples[1][1], {"v": 'say "hi"', "w": "back\\slash", "n": "line\nbreak"})
         self.assertEqual(samples[2], ("c", {}, 1.5e9))
@@ -67,13 +64,13 @@ class PrometheusText(unittest.TestCase):
         self.assertTrue(math.isnan(samples[4][2]))
 
     def test_garbage_is_refused(self):
-        with self.assertRaises(rc.InputError):
-            rc.parse_metrics("<html>not metrics</html>\n")
+        with self.assertRaises(prom.InputError):
+            prom.parse_metrics("<html>not metrics</html>\n")
 
     def test_real_pages_of_both_servers_parse(self):
         for name in ("native-read-after.prom", "node-read-after.prom"):
             with open(fx(name)) as f:
-                samples = rc.parse_metrics(f.read())
+                samples = prom.parse_metrics(f.read())
             names = {n for n, _, _ in samples}
             for wanted in ("http_requests_total", "http_request_duration_seconds_bucket",
                            "notes_db_pool_waiting_requests", "notes_eventloop_delay_seconds_sum",
@@ -85,23 +82,23 @@ class Quantiles(unittest.TestCase):
     BUCKETS = [(0.001, 100.0), (0.003, 500.0), (0.005, 650.0), (0.01, 700.0), (math.inf, 700.0)]
 
     def test_linear_interpolation_inside_the_bucket(self):
-        v, rng = rc.histogram_quantile(0.5, self.BUCKETS)          # rank 350: 250 of 400 into (1, 3] ms
+        v, rng = quantile.histogram_quantile(0.5, self.BUCKETS)          # rank 350: 250 of 400 into (1, 3] ms
         self.assertAlmostEqual(v, 0.001 + 0.002 * 250 / 400)
         self.assertEqual(rng, (0.001, 0.003))
-        v, _ = rc.histogram_quantile(0.1, self.BUCKETS)            # rank 70 in the first bucket, from 0
+        v, _ = quantile.histogram_quantile(0.1, self.BUCKETS)            # rank 70 in the first bucket, from 0
         self.assertAlmostEqual(v, 0.001 * 70 / 100)
 
     def test_rank_in_the_inf_bucket_gives_the_highest_finite_bound(self):
-        v, rng = rc.histogram_quantile(0.99, [(0.01, 10.0), (0.1, 10.0), (math.inf, 20.0)])
+        v, rng = quantile.histogram_quantile(0.99, [(0.01, 10.0), (0.1, 10.0), (math.inf, 20.0)])
         self.assertEqual(v, 0.1)
         self.assertEqual(rng, (0.1, math.inf))
 
     def test_empty_histogram(self):
-        self.assertEqual(rc.histogram_quantile(0.5, [(0.1, 0.0), (math.inf, 0.0)]), (None, None))
+        self.assertEqual(quantile.histogram_quantile(0.5, [(0.1, 0.0), (math.inf, 0.0)]), (None, None))
 
     def test_a_histogram_needs_inf(self):
-        with self.assertRaises(rc.InputError):
-            rc.histogram_quantile(0.5, [(0.1, 1.0)])
+        with self.assertRaises(prom.InputError):
+            quantile.histogram_quantile(0.5, [(0.1, 1.0)])
 
 
 class Names(unittest.TestCase):

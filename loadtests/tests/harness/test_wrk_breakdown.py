@@ -7,7 +7,7 @@ The stand-in keeps the notes in memory with only 40 ids, so GETs often read rows
 that PUTs of the same run wrote: the case where a response can only be told
 apart by the title the PUT sent.
 
-    /usr/bin/python3 loadtests/harness/test_wrk_breakdown.py
+    cd loadtests && /usr/bin/python3 -B -m tests.harness.test_wrk_breakdown
 """
 import http.server
 import json
@@ -19,8 +19,9 @@ import subprocess
 import threading
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-LUA = os.path.join(os.path.dirname(HERE), "wrk", "notes.lua")
+from tests import LOADTESTS
+
+LUA = os.path.join(LOADTESTS, "wrk", "notes.lua")
 TAGS = ["js", "ts", "node", "bun", "deno", "postgres", "http", "perf"]
 MAX_ID = 40
 

@@ -4,21 +4,17 @@ ended by close, gzip, kept alive, or broken), and Node's own http module writing
 page with writeHead + end, which is how the Express peer's /metrics is written and
 arrives chunked.
 
-    /usr/bin/python3 loadtests/loadlib/tests/test_httpc.py
+    cd loadtests && /usr/bin/python3 -B -m tests.lib.test_httpc
 """
 import gzip
-import os
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import unittest
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from loadlib import httpc, prom  # noqa: E402
+from loadlib import httpc, prom
 
 PAGE = b"# TYPE http_requests_total counter\nhttp_requests_total{method=\"GET\"} 7\n"
 

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Tests of the analysis (analyze.py, loadlib/charts.py) on a synthetic results directory
-with known figures, and of run.py's option and database-URL handling.
+with known figures, and of the harness's option and database-URL handling.
 
-    /usr/bin/python3 loadtests/harness/test_analyze.py
+    cd loadtests && /usr/bin/python3 -B -m tests.harness.test_analyze
 """
 import gzip
 import json
@@ -14,16 +14,14 @@ import tempfile
 import unittest
 import xml.dom.minidom
 
-sys.dont_write_bytecode = True   # no __pycache__ next to the scripts
+from loadlib import charts, cli, netcheck
+from loadlib.commands import analyze
+from loadlib.commands import harness as run
+from tests import FIXTURES, LOADTESTS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FIX = os.path.join(HERE, "fixtures")
-RECONCILE = os.path.join(os.path.dirname(HERE), "reconcile")
-sys.path.insert(0, os.path.dirname(HERE))
-
-from loadlib.commands import analyze  # noqa: E402
-from loadlib.commands import harness as run  # noqa: E402
-from loadlib import charts  # noqa: E402
+FIX = FIXTURES
+RECONCILE = os.path.join(LOADTESTS, "reconcile")
+ANALYZE = os.path.join(LOADTESTS, "harness", "analyze.py")
 
 T0 = 1_800_000_000.0
 MIB = 1024 * 1024
@@ -264,10 +262,10 @@ class Analysis(unittest.TestCase):
 
     def test_command_line(self):
         make_run(self.out)
-        res = subprocess.run([sys.executable, os.path.join(HERE, "analyze.py"), self.out],
+        res = subprocess.run([sys.executable, ANALYZE, self.out],
                              capture_output=True, text=True)
         self.assertEqual(res.returncode, 0, res.stderr)
-        res = subprocess.run([sys.executable, os.path.join(HERE, "analyze.py"), FIX], capture_output=True, text=True)
+        res = subprocess.run([sys.executable, ANALYZE, FIX], capture_output=True, text=True)
         self.assertEqual(res.returncode, 2)
 
 
@@ -314,11 +312,11 @@ class Options(unittest.TestCase):
         self.assertEqual(run.parse_args(["bun", "notesd"]).targets, ["bun", "notesd"])
 
     def test_durations(self):
-        self.assertEqual(run.seconds("180s", "d"), 180)
-        self.assertEqual(run.seconds("3m", "d"), 180)
-        self.assertEqual(run.seconds("1m30s", "d"), 90)
-        self.assertEqual(run.seconds("15", "d"), 15)
-        self.assertEqual(run.seconds("500ms", "d"), 0.5)
+        self.assertEqual(cli.seconds("180s", "d"), 180)
+        self.assertEqual(cli.seconds("3m", "d"), 180)
+        self.assertEqual(cli.seconds("1m30s", "d"), 90)
+        self.assertEqual(cli.seconds("15", "d"), 15)
+        self.assertEqual(cli.seconds("500ms", "d"), 0.5)
 
 
 class MissingTool(unittest.TestCase):
@@ -332,7 +330,7 @@ class MissingTool(unittest.TestCase):
             os.symlink(shutil.which("dirname"), os.path.join(bin_dir, "dirname"))
             out = os.path.join(tmp, "results")
             env = {"PATH": bin_dir, "NOTESD_PYTHON": sys.executable, "HOME": tmp}
-            res = subprocess.run(["/bin/bash", os.path.join(os.path.dirname(HERE), "run.sh"), "--tool", "k6",
+            res = subprocess.run(["/bin/bash", os.path.join(LOADTESTS, "run.sh"), "--tool", "k6",
                                   "--quick", "--out", out, "notesd"], env=env, capture_output=True, text=True,
                                  timeout=60)
             self.assertEqual(res.returncode, 2, res.stdout + res.stderr)
@@ -347,27 +345,27 @@ class MissingTool(unittest.TestCase):
 
 class DatabaseUrls(unittest.TestCase):
     def test_hosts(self):
-        self.assertEqual(run.db_hosts("postgresql://postgres@127.0.0.1:54329/notes"), ["127.0.0.1"])
-        self.assertEqual(run.db_hosts("postgres://u:p@db.example.com/notes"), ["db.example.com"])
-        self.assertEqual(run.db_hosts("postgresql://[::1]:5432/notes"), ["::1"])
-        self.assertEqual(run.db_hosts("postgresql:///notes?host=/var/run/postgresql"), ["/var/run/postgresql"])
-        self.assertEqual(run.db_hosts("postgresql://a:1,b:2/notes"), ["a", "b"])
-        self.assertEqual(run.db_hosts("host=10.0.0.5 port=5432 dbname=notes"), ["10.0.0.5"])
-        self.assertEqual(run.db_port("postgresql://postgres@127.0.0.1:54329/notes"), 54329)
-        self.assertEqual(run.db_port("host=x port=6543"), 6543)
+        self.assertEqual(netcheck.db_hosts("postgresql://postgres@127.0.0.1:54329/notes"), ["127.0.0.1"])
+        self.assertEqual(netcheck.db_hosts("postgres://u:p@db.example.com/notes"), ["db.example.com"])
+        self.assertEqual(netcheck.db_hosts("postgresql://[::1]:5432/notes"), ["::1"])
+        self.assertEqual(netcheck.db_hosts("postgresql:///notes?host=/var/run/postgresql"), ["/var/run/postgresql"])
+        self.assertEqual(netcheck.db_hosts("postgresql://a:1,b:2/notes"), ["a", "b"])
+        self.assertEqual(netcheck.db_hosts("host=10.0.0.5 port=5432 dbname=notes"), ["10.0.0.5"])
+        self.assertEqual(netcheck.db_port("postgresql://postgres@127.0.0.1:54329/notes"), 54329)
+        self.assertEqual(netcheck.db_port("host=x port=6543"), 6543)
 
     def test_loopback(self):
         for h in ("127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]", "/tmp", ""):
-            self.assertTrue(run.is_loopback_host(h), h)
+            self.assertTrue(netcheck.is_loopback_host(h), h)
         for h in ("10.0.0.5", "db.example.com", "128.0.0.1", "127.0.0.1.example.com"):
-            self.assertFalse(run.is_loopback_host(h), h)
+            self.assertFalse(netcheck.is_loopback_host(h), h)
 
     def test_remote_database_is_refused_without_the_flag(self):
         old = os.environ.get("DB_URL")
         os.environ["DB_URL"] = "postgresql://postgres@db.example.com/notes"
         try:
             with self.assertRaises(run.HarnessError) as cm:
-                run.Database(allow_remote=False)
+                run.open_database(allow_remote=False)
             self.assertIn("--allow-remote-db", str(cm.exception))
         finally:
             if old is None:

@@ -4,19 +4,16 @@ hand-made runs, and its scorecard (commands/calibrate_scorecard.py) on the data
 they make: every threshold on both sides, the open- and closed-model truth of the
 stall check worked out by hand, SKIP and `not installed` rows.
 
-    /usr/bin/python3 loadtests/loadlib/tests/test_calibrate_matrix.py
+    cd loadtests && /usr/bin/python3 -B -m tests.calibrate.test_calibrate_matrix
 """
 import os
-import sys
 import tempfile
 import unittest
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from loadlib.commands import calibrate_matrix as m  # noqa: E402
-from loadlib.commands import calibrate_scorecard as sc  # noqa: E402
-from loadlib.tools import curl, hey  # noqa: E402
+from loadlib.commands import calibrate_matrix as m
+from loadlib.commands import calibrate_scorecard as sc
+from loadlib.tools import curl, hey
 
 
 def run(requests=1000, server=None, connections=10, latency=None, errors=None, rate=None,

@@ -1,10 +1,10 @@
 """Checks of loadtests/bench that need no server and no load:
 
-    python3 loadtests/bench.d/test_bench.py
+    cd loadtests && /usr/bin/python3 -B -m tests.bench.test_bench
 
 - the pgbench scripts send notesd's SQL text, statement for statement;
 - the pgbench weights are loadtests/mixes.json's shares;
-- pgbench output parsing, medians and spread (wrk parsing and percentiles: loadlib/tests);
+- pgbench output parsing, medians and spread (wrk parsing and percentiles: tests/lib);
 - ratios, best peer and PASS/MISS on made-up figures;
 - the same-layout pgbench limits (which CPU, which mode), the pipelined pgbench
   scripts, the modelled ceiling of the database's core and its table;
@@ -12,28 +12,22 @@
   198.18.0.0/15 addresses, ip/tc commands), its caps, targets and table;
 - the h2o configuration template is accepted by h2o (when h2o is installed).
 """
-
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import types
 import unittest
 import xml.etree.ElementTree as ET
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-LOADTESTS = os.path.dirname(HERE)
-REPO = os.path.dirname(LOADTESTS)
-sys.dont_write_bytecode = True  # nothing written into the source tree
-sys.path.insert(0, LOADTESTS)
+from loadlib import charts, mixes, netcheck, netns, pgbench
+from loadlib.commands import bench_figures as report
+from loadlib.commands import bench_netns, bench_report, bench_sweep
+from loadlib.commands import bench_subjects as bench
+from tests import LOADTESTS, REPO
 
-from loadlib import charts, mixes, netcheck, netns, pgbench  # noqa: E402
-from loadlib.commands import bench  # noqa: E402
-from loadlib.commands import bench_netns  # noqa: E402
-from loadlib.commands import bench_report as report  # noqa: E402
-from loadlib.commands import bench_sweep  # noqa: E402
+BENCH_D = os.path.join(LOADTESTS, "bench.d")
 
 
 def notesd_statements():
@@ -70,7 +64,7 @@ class PgbenchScripts(unittest.TestCase):
         statements = notesd_statements()
         for name in ("get_note", "list_by_tag", "insert_note", "update_note"):
             with self.subTest(name=name):
-                texts = script_statements(os.path.join(HERE, name + ".sql"))
+                texts = script_statements(os.path.join(BENCH_D, name + ".sql"))
                 self.assertEqual(texts, {statements[name]})
 
     def test_weights_are_the_mixes(self):
@@ -191,7 +185,7 @@ class Figures(unittest.TestCase):
                 "host": {"cpu_model": "x", "cpus": 2, "kernel": "k", "loadavg": ["0"]},
                 "notesd": {"path": "build/notesd", "sha256": "0" * 64}, "git": "abc",
                 "layout": "l", "versions": {"wrk": "4.1.0"}}
-        text = report.markdown(meta, self.summary, report.ratio_rows(self.summary, ["json"]),
+        text = bench_report.bench_markdown(meta, self.summary, report.ratio_rows(self.summary, ["json"]),
                                report.target_rows(self.summary, ["json", "read"]), [],
                                self.runs, [])
         self.assertIn("| req/s ≥ 90% of h2o's static ceiling | notesd | json | 0.96 |", text)
@@ -199,11 +193,10 @@ class Figures(unittest.TestCase):
 
 
 def fake_bench(tmp):
-    """Enough of bench.Bench for pgbench_cmd: a database, the pool, a scratch directory."""
+    """Enough of a bench run's state for pgbench_cmd: a database, the pool, a scratch directory."""
     fake = types.SimpleNamespace(
         db=types.SimpleNamespace(host="127.0.0.1", port="5432", user="postgres", dbname="notes"),
         args=types.SimpleNamespace(pool=20), pgbench="pgbench", tmp=tmp)
-    fake.pgbench_script = lambda script, depth: bench.Bench.pgbench_script(fake, script, depth)
     return fake
 
 
@@ -213,7 +206,7 @@ class PgbenchLimits(unittest.TestCase):
             fake = fake_bench(d)
             for label, (mode, where, depth) in bench.PGBENCH_VARIANTS.items():
                 with self.subTest(label=label):
-                    cmd = bench.Bench.pgbench_cmd(fake, label, "read", 3)
+                    cmd = bench.pgbench_cmd(fake, label, "read", 3)
                     self.assertEqual(cmd[:3], ["taskset", "-c", "1" if where == "server" else "0"])
                     self.assertEqual(cmd[cmd.index("-M") + 1], mode)
                     self.assertEqual(cmd[cmd.index("-c", 3) + 1], "20")   # after taskset's
@@ -231,7 +224,7 @@ class PgbenchLimits(unittest.TestCase):
         statements = notesd_statements()
         for name in ("get_note", "list_by_tag", "insert_note", "update_note"):
             with self.subTest(name=name):
-                with open(os.path.join(HERE, name + ".sql")) as f:
+                with open(os.path.join(BENCH_D, name + ".sql")) as f:
                     text = bench.pipeline_script(f.read(), 16)
                 lines = text.splitlines()
                 self.assertEqual(lines[0], "\\startpipeline")
@@ -296,7 +289,7 @@ class Ceiling(unittest.TestCase):
 
     def test_section_renders_with_skip(self):
         rows = report.ceiling_rows(self.summary, ["read"])
-        text = report.ceiling_section(rows, {"notesd-pipeline": "no --pipeline"})
+        text = bench_report.ceiling_section(rows, {"notesd-pipeline": "no --pipeline"})
         self.assertIn("modelled ceiling req/s", text)
         self.assertIn("| notesd | unnamed (-M extended) | read | 7,500 | 6,000 | 120 | 16 | 7,353 "
                       "| 8,000 | 1.07 | 1.33 | 1.09 |", text)
@@ -319,7 +312,7 @@ class Sweep(unittest.TestCase):
         self.records.append(sweep_rec("deno", "json", 1, 100, 0.001, 0.001, valid=False))
 
     def test_targets_at_service_levels(self):
-        rows = {(r["test"], r["connections"]): r for r in bench_sweep.target_rows(self.records)}
+        rows = {(r["test"], r["connections"]): r for r in bench_sweep.sweep_target_rows(self.records)}
         r = rows[("json", 1)]
         self.assertEqual(r["best_peer"], "bun")   # an invalid run is no peer figure
         self.assertAlmostEqual(r["value"], 0.05 / 0.2)
@@ -331,7 +324,7 @@ class Sweep(unittest.TestCase):
 
     def test_section_and_chart(self):
         with tempfile.TemporaryDirectory() as d:
-            text = bench_sweep.section(self.records, d)
+            text = bench_sweep.sweep_section(self.records, d)
             self.assertIn("| notesd | 1,000 / 0.025 / 0.05 | 3,162 / 0.1 / 0.2 |", text)
             self.assertIn("![latency against throughput, json](sweep-json.svg)", text)
             self.assertIn("- invalid: deno json c1", text)
@@ -339,7 +332,7 @@ class Sweep(unittest.TestCase):
             self.assertEqual(svg.tag, "{http://www.w3.org/2000/svg}svg")
             lines = svg.findall("{http://www.w3.org/2000/svg}polyline")
             self.assertEqual(len(lines), 6)  # p99 and p50 for three subjects
-        self.assertEqual(bench_sweep.section([], None), "")
+        self.assertEqual(bench_sweep.sweep_section([], None), "")
 
     def test_log_axis_has_decades(self):
         svg = charts.line_chart("t", "s", [("notesd", "a p99", [(10, 0.05, "c1"), (20, 80, None)],
@@ -412,24 +405,24 @@ class NetnsPlan(unittest.TestCase):
                 {"delay_ms": 1.0, "subject": "bun", "valid": True, "rps": 5000},
                 {"delay_ms": 1.0, "subject": "node", "valid": False, "rps": 9999},
                 {"delay_ms": 5.0, "subject": "bun", "valid": True, "rps": 1000}]
-        t = {r["delay_ms"]: r for r in bench_netns.target_rows(recs)}
+        t = {r["delay_ms"]: r for r in bench_netns.netns_target_rows(recs)}
         self.assertEqual(t[1.0]["subject"], "notesd-prepared-pipeline")
         self.assertAlmostEqual(t[1.0]["value"], 2.4)
         self.assertEqual(t[1.0]["result"], "PASS")
         self.assertEqual(t[5.0]["result"], "n/a")   # no pipelined figure
-        text = bench_netns.section(recs, {"link": "delayline", "delays_ms": [1.0, 5.0],
+        text = bench_netns.netns_section(recs, {"link": "delayline", "delays_ms": [1.0, 5.0],
                                           "addresses": netns.addresses(), "pool": 20,
                                           "connections": 100, "note": "n"})
         self.assertIn("| 1 | 2 | 25,000 | 10,000 | 2.50 |", text)
         self.assertIn("| 1 | notesd-prepared-pipeline | 12,000 |", text)
-        self.assertIn("SKIP — needs root", bench_netns.section([], {"skipped": "needs root"}))
-        self.assertEqual(bench_netns.section([], None), "")
+        self.assertIn("SKIP — needs root", bench_netns.netns_section([], {"skipped": "needs root"}))
+        self.assertEqual(bench_netns.netns_section([], None), "")
 
 
 class H2oTemplate(unittest.TestCase):
     @unittest.skipUnless(shutil.which("h2o"), "h2o not installed")
     def test_config_is_accepted(self):
-        with open(os.path.join(HERE, "h2o.conf.in")) as f:
+        with open(os.path.join(BENCH_D, "h2o.conf.in")) as f:
             text = f.read()
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "static"))

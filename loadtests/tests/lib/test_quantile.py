@@ -1,17 +1,13 @@
 """loadlib.quantile against values computed by hand.
 
-    /usr/bin/python3 loadtests/loadlib/tests/test_quantile.py
+    cd loadtests && /usr/bin/python3 -B -m tests.lib.test_quantile
 """
 import math
-import os
-import sys
 import unittest
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from loadlib import prom  # noqa: E402
-from loadlib.quantile import HistogramError, histogram_quantile, median, percentile  # noqa: E402
+from loadlib import prom
+from loadlib.quantile import HistogramError, histogram_quantile, median, percentile
 
 # 100 observations up to 1 ms, 400 in (1, 3] ms, 150 in (3, 5] ms, 50 in (5, 10] ms
 BUCKETS = [(0.001, 100.0), (0.003, 500.0), (0.005, 650.0), (0.01, 700.0), (math.inf, 700.0)]

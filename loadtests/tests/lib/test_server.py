@@ -1,7 +1,9 @@
 """loadlib.server and loadlib.procs on a real process: a small HTTP server spawned
-pinned to one CPU, polled until ready, sampled through /proc, stopped by its pid.
+pinned to one CPU, polled until ready, sampled through /proc, stopped by its pid;
+and ProcessUnderTest, the wrapper every command starts its servers with, both ways
+it pins (the spawn's CPU mask, or a taskset prefix in the recorded command line).
 
-    /usr/bin/python3 loadtests/loadlib/tests/test_server.py
+    cd loadtests && /usr/bin/python3 -B -m tests.lib.test_server
 """
 import os
 import shutil
@@ -10,11 +12,9 @@ import tempfile
 import time
 import unittest
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from loadlib import httpc, procs, server  # noqa: E402
-from loadlib.sampler import RssSampler  # noqa: E402
+from loadlib import httpc, procs, server
+from loadlib.sampler import RssSampler
 
 
 def free_port():
@@ -91,6 +91,71 @@ class Spawning(unittest.TestCase):
         self.assertEqual(procs.taskset(["x", "-y"], 1), ["taskset", "-c", "1", "x", "-y"])
         self.assertEqual(procs.taskset(["x"], {2, 0}), ["taskset", "-c", "0,2", "x"])
         self.assertEqual(procs.taskset(["x"], None), ["x"])
+
+
+class UnderTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="loadlib-put-")
+        with open(os.path.join(self.dir, "index.html"), "w") as f:
+            f.write("ready\n")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def http_server(self, port, **kw):
+        argv = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+        return server.ProcessUnderTest(argv, dict(os.environ), self.dir, os.path.join(self.dir, "put.log"),
+                                       port=port, ready_path="/", **kw)
+
+    def check(self, taskset, tied):
+        port = free_port()
+        cpu = 0 if procs.can_pin((0,)) else None
+        put = self.http_server(port, cpus=cpu, taskset=taskset, tied=tied)
+        self.assertEqual(put.stop(), (None, 0.0, False))                 # before start(): nothing to stop
+        self.assertEqual(put.argv[:3] == ["taskset", "-c", "0"], taskset and cpu is not None)
+        try:
+            took = put.start_ready(limit_s=20, poll_s=0.01)
+            self.assertGreater(took, 0)
+            self.assertLess(took, 20)
+            self.assertIsNone(put.poll())
+            self.assertEqual(httpc.request(port, "/")[2], b"ready\n")
+            if cpu is not None:                  # taskset execs the server: the pid is its own
+                self.assertEqual(os.sched_getaffinity(put.pid), {cpu})
+            with open(f"/proc/{put.pid}/cmdline", "rb") as f:
+                cmdline = f.read().split(b"\0")
+            self.assertNotIn(b"taskset", cmdline[0])
+            self.assertIn(b"http.server", cmdline)
+        finally:
+            code, seconds, killed = put.stop(grace_s=10)
+        self.assertEqual((code, killed), (-15, False))
+        self.assertIsNone(procs.proc_stat(put.pid))
+        self.assertEqual(put.stop()[0], -15)                             # stopping again changes nothing
+        self.assertIn("GET / ", put.log_text())                         # http.server logs each request
+
+    def test_pinned_by_the_spawn(self):
+        self.check(taskset=False, tied=False)
+
+    def test_pinned_by_taskset_and_tied(self):
+        self.check(taskset=True, tied=True)
+
+    def test_a_server_that_never_answers_is_stopped_and_its_temporary_log_removed(self):
+        put = server.ProcessUnderTest([sys.executable, "-c", "import sys, time; print('starting'); "
+                                       "sys.stdout.flush(); time.sleep(30)"], dict(os.environ), self.dir,
+                                      os.path.join(self.dir, "silent.log"), port=free_port(),
+                                      temporary_log=True, name="silent")
+        self.assertEqual(put.name, "silent")
+        with self.assertRaisesRegex(server.NotReady, "no 200 from /status within"):
+            put.start_ready(limit_s=0.5, poll_s=0.02)
+        self.assertIsNotNone(put.poll())                                 # start_ready() stopped it
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "silent.log")))
+
+    def test_a_missing_program(self):
+        put = server.ProcessUnderTest([os.path.join(self.dir, "nope")], {}, self.dir,
+                                      os.path.join(self.dir, "nope.log"))
+        with self.assertRaises(OSError):
+            put.start()
+        self.assertIsNone(put.pid)
+        self.assertEqual(put.stop(), (None, 0.0, False))
 
 
 class Targets(unittest.TestCase):

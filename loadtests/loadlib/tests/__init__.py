@@ -1,1 +1,0 @@
-"""Unit tests of loadlib: /usr/bin/python3 loadtests/loadlib/tests/test_<part>.py"""

@@ -1,0 +1,18 @@
+"""The tests of loadtests/: one tree, run from loadtests/ as modules, so `loadlib`
+and `tests` import without any sys.path edit (Python puts the working directory
+first on sys.path for `-m`):
+
+    cd loadtests && /usr/bin/python3 -B -m tests.lib.test_prom       # one file
+    cd loadtests && /usr/bin/python3 -B -m unittest discover -t . -s tests   # all of them
+
+lib/ the shared package loadlib, harness/ run.sh's harness, reconcile and report,
+bench/ loadtests/bench, calibrate/ calibrate's conformance matrix; fixtures/ the
+captured scrapes, k6 summaries and wrk outputs several of them read. CTest runs
+each file (tests/CMakeLists.txt: loadtests_*).
+"""
+import os
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+LOADTESTS = os.path.dirname(TESTS)
+REPO = os.path.dirname(LOADTESTS)
+FIXTURES = os.path.join(TESTS, "fixtures")

@@ -1,0 +1,271 @@
+"""loadlib's shape, checked from its source: its dependencies point down (each
+module imports only modules of lower layers, read from its import statements), so
+the bottom parts can be read, tested and reused alone; the commands sit on top and
+never import each other (what two commands share belongs in the library below
+them), and a command's parts (PARTS) are imported by that command alone; no helper
+is defined twice (no two modules define the same name, and no two functions have
+the same body); no module is over SIZE_LIMIT lines; the entry points are a few
+lines that import loadlib without touching sys.path; and pyproject.toml declares
+the package and every command.
+
+    cd loadtests && /usr/bin/python3 -B -m tests.lib.test_layers
+"""
+import ast
+import os
+import tomllib
+import unittest
+
+from tests import LOADTESTS
+
+LOADLIB = os.path.join(LOADTESTS, "loadlib")
+SIZE_LIMIT = 500
+# Modules over SIZE_LIMIT lines for now. calibrate's experiments and its load-tool matrix are
+# being changed at the moment; they get split into parts the way bench's and verify's were
+# once that work is in. An entry that is no longer needed makes the test fail: take it out.
+OVERSIZE = {"commands.calibrate", "commands.calibrate_matrix"}
+# Names several modules define on purpose, each keeping the same contract: name -> (where, what).
+CONTRACTS = {
+    "main": ("commands.", "a command's entry point"),
+    "parse_args": ("commands.", "a command's options"),
+    "available": ("tools.", "the adapter contract of tools/base.py"),
+    "version": ("tools.", "the adapter contract of tools/base.py"),
+    "command": ("tools.", "the adapter contract of tools/base.py"),
+    "parse": ("tools.", "the adapter contract of tools/base.py"),
+    "binary": ("tools.", "an npm tool's binary: tools/_npm.py's, named by its adapter"),
+}
+# Helpers still defined a second time, in the modules of OVERSIZE (same reason): (module, name)
+# -> the one they should use. An entry that is no longer needed makes the test fail.
+PENDING_TWICE = {("commands.calibrate", "scrape"): "prom.scrape",
+                 ("commands.calibrate", "histogram_quantile"): "quantile.histogram_quantile"}
+# Functions this short may look alike without being a copy (a one-line accessor, a wrapper).
+MIN_COPY_STATEMENTS = 3
+# The scripts a person runs, and what they run.
+ENTRY_POINTS = {"bench": "loadlib.commands.bench", "calibrate": "loadlib.commands.calibrate",
+                "verify": "loadlib.commands.verify", "reconcile": "loadlib.commands.reconcile",
+                "harness/analyze.py": "loadlib.commands.analyze", "run.sh": "loadlib.commands.harness"}
+
+# bottom first; a module may import from the layers before its own
+LAYERS = [
+    {"httpc"},
+    {"prom", "netcheck", "procs", "pg", "pgbench", "mixes", "report", "charts", "cli", "tools.base",
+     "tools._npm"},
+    {"quantile", "openmetrics", "tools.wrk", "netns", "server", "database"},
+    {"sampler", "tools.run"},
+    # the commands' parts, each part of one command (PART_OF), in the order they build on each other
+    {"commands.analyze_figures", "commands.bench_figures", "commands.calibrate_matrix",
+     "commands.calibrate_scorecard", "commands.reconcile_client", "commands.verify_js"},
+    {"commands.analyze_report", "commands.bench_report", "commands.bench_subjects",
+     "commands.verify_target"},
+    {"commands.analyze", "commands.bench_runs", "commands.bench_setup", "commands.verify_api",
+     "commands.verify_work"},
+    {"commands.bench_sweep", "commands.bench_netns"},
+    # the commands
+    {"commands.harness", "commands.bench", "commands.verify", "commands.calibrate", "commands.reconcile"},
+]
+COMMANDS = LAYERS[-1]
+PARTS = {"commands.harness": ("analyze", "analyze_figures", "analyze_report"),
+         "commands.bench": ("bench_figures", "bench_report", "bench_subjects", "bench_runs", "bench_setup",
+                            "bench_sweep", "bench_netns"),
+         "commands.calibrate": ("calibrate_matrix", "calibrate_scorecard"),
+         "commands.reconcile": ("reconcile_client",),
+         "commands.verify": ("verify_js", "verify_target", "verify_api", "verify_work")}
+PART_OF = {f"commands.{part}": command for command, parts in PARTS.items() for part in parts}
+
+
+def layer_of(module):
+    for i, names in enumerate(LAYERS):
+        if module in names:
+            return i
+    return None
+
+
+def loadlib_imports(path, module):
+    """The loadlib modules a file imports, as dotted names relative to loadlib."""
+    package = module.rsplit(".", 1)[0].split(".") if "." in module else []
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:                                   # relative: from . / .. import
+                base = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+                prefix = base + (node.module.split(".") if node.module else [])
+            elif node.module and node.module.startswith("loadlib"):
+                prefix = node.module.split(".")[1:]
+            else:
+                continue
+            for alias in node.names:
+                name = ".".join(prefix + [alias.name])
+                out.add(name if layer_of(name) is not None else ".".join(prefix))
+        elif isinstance(node, ast.Import):
+            out.update(a.name[len("loadlib."):] for a in node.names if a.name.startswith("loadlib."))
+    return {m for m in out if m}
+
+
+def modules():
+    """(dotted name relative to loadlib, path) of every module of the package."""
+    for folder, prefix in ((LOADLIB, ""), (os.path.join(LOADLIB, "tools"), "tools."),
+                           (os.path.join(LOADLIB, "commands"), "commands.")):
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".py") and name != "__init__.py":
+                yield prefix + name[:-3], os.path.join(folder, name)
+
+
+def parsed(path):
+    with open(path) as f:
+        return ast.parse(f.read(), path)
+
+
+def definitions(tree):
+    """The functions and classes a module defines at its top level."""
+    return [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def functions(tree):
+    """Every function of a module: its own and its classes' methods, (qualified name, node)."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node.name, node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield f"{node.name}.{item.name}", item
+
+
+def body_of(fn):
+    """A function's statements without its docstring, as a comparable dump, and how many."""
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    args = ast.dump(fn.args, annotate_fields=False)
+    return args + "".join(ast.dump(stmt, annotate_fields=False) for stmt in body), len(body)
+
+
+def touches_sys_path(tree):
+    """True when the code reads or changes sys.path."""
+    return any(isinstance(n, ast.Attribute) and n.attr == "path" and isinstance(n.value, ast.Name)
+               and n.value.id == "sys" for n in ast.walk(tree))
+
+
+class Layers(unittest.TestCase):
+    def modules(self):
+        return modules()
+
+    def test_every_module_has_a_layer(self):
+        for module, _ in self.modules():
+            if module.startswith("tools.") and module not in ("tools.base", "tools.wrk", "tools.run"):
+                continue                           # other adapters: checked below, like tools.wrk
+            self.assertIsNotNone(layer_of(module), f"{module} is in no layer of test_layers.py")
+
+    def test_imports_point_down(self):
+        for module, path in self.modules():
+            mine = layer_of(module)
+            if mine is None:                        # an adapter: beside the runner, above quantile
+                mine = layer_of("tools.run")
+            for dep in loadlib_imports(path, module):
+                theirs = layer_of(dep)
+                self.assertIsNotNone(theirs, f"{module} imports {dep}, which is in no layer")
+                self.assertLess(theirs, mine, f"{module} (layer {mine}) imports {dep} (layer {theirs})")
+
+    def test_commands_import_no_other_command(self):
+        found = set()
+        for module, path in self.modules():
+            if not module.startswith("commands."):
+                continue
+            found.add(module)
+            for dep in loadlib_imports(path, module):
+                if dep in COMMANDS:
+                    self.fail(f"{module} imports the command {dep}: move what they share into the library")
+                if dep in PART_OF:   # a command's parts: for that command and its other parts
+                    self.assertIn(PART_OF[dep], (module, PART_OF.get(module)),
+                                  f"{module} imports {dep}, a part of {PART_OF[dep]}")
+        self.assertEqual(found, COMMANDS | set(PART_OF), "every command module is listed in test_layers.py")
+
+
+class OneDefinition(unittest.TestCase):
+    def test_no_name_is_defined_by_two_modules(self):
+        where = {}
+        for module, path in modules():
+            for node in definitions(parsed(path)):
+                where.setdefault(node.name, []).append(module)
+        twice = []
+        for name, mods in sorted(where.items()):
+            if len(mods) < 2:
+                continue
+            if name in CONTRACTS and all(m.startswith(CONTRACTS[name][0]) for m in mods):
+                continue
+            if len([m for m in mods if (m, name) not in PENDING_TWICE]) > 1:
+                twice.append(f"{name} in {', '.join(mods)}")
+        self.assertEqual(twice, [], "defined twice: one definition, in the module that owns it, "
+                                    "imported by the others (or a name that says what each one is)")
+
+    def test_no_function_is_a_copy_of_another(self):
+        seen, copies = {}, []
+        for module, path in modules():
+            for name, fn in functions(parsed(path)):
+                body, statements = body_of(fn)
+                if statements < MIN_COPY_STATEMENTS:
+                    continue
+                first = seen.setdefault(body, f"{module}.{name}")
+                if first != f"{module}.{name}":
+                    copies.append(f"{module}.{name} repeats {first}")
+        self.assertEqual(copies, [], "copies: share one")
+
+    def test_pending_entries_are_still_needed(self):
+        names = {m: {n.name for n in definitions(parsed(p))} for m, p in modules()}
+        for (module, name), instead in PENDING_TWICE.items():
+            self.assertIn(module, OVERSIZE, f"{module} is not one of the modules being changed elsewhere")
+            self.assertIn(name, names.get(module, ()),
+                          f"{module} no longer defines {name}: take it out of PENDING_TWICE")
+            self.assertIn(instead.rsplit(".", 1)[1], names[instead.rsplit(".", 1)[0]])
+
+
+class Size(unittest.TestCase):
+    def test_no_module_is_over_the_limit(self):
+        for module, path in modules():
+            with open(path) as f:
+                lines = len(f.read().splitlines())
+            if module in OVERSIZE:
+                self.assertGreater(lines, SIZE_LIMIT, f"{module} has {lines} lines: take it out of OVERSIZE")
+            else:
+                self.assertLessEqual(lines, SIZE_LIMIT, f"{module} has {lines} lines, more than {SIZE_LIMIT}: "
+                                                        "split it by what its parts own")
+
+
+class EntryPoints(unittest.TestCase):
+    def read(self, *path):
+        with open(os.path.join(LOADTESTS, *path)) as f:
+            return f.read()
+
+    def test_entry_points_are_thin_and_leave_sys_path_alone(self):
+        for script, module in ENTRY_POINTS.items():
+            text = self.read(script)
+            self.assertLessEqual(len(text.splitlines()), 60 if script == "run.sh" else 40,
+                                 f"{script} is no longer a thin entry point")
+            self.assertIn(module, text, f"{script} does not run {module}")
+            if script != "run.sh":
+                self.assertFalse(touches_sys_path(ast.parse(text)), f"{script} uses sys.path")
+
+    def test_tests_leave_sys_path_alone(self):
+        for root, _, files in os.walk(os.path.join(LOADTESTS, "tests")):
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(root, name)
+                    self.assertFalse(touches_sys_path(parsed(path)), f"{path} uses sys.path")
+
+    def test_pyproject_declares_the_package_and_every_command(self):
+        with open(os.path.join(LOADTESTS, "pyproject.toml"), "rb") as f:
+            project = tomllib.load(f)
+        self.assertEqual(project["tool"]["setuptools"]["packages"]["find"]["include"], ["loadlib*"])
+        self.assertEqual(project["project"]["dependencies"], [])          # standard library only
+        scripts = project["project"]["scripts"]
+        self.assertEqual(set(scripts.values()), {f"{m}:main" for m in ENTRY_POINTS.values()})
+        for target in scripts.values():
+            module = target.split(":")[0]
+            path = os.path.join(LOADTESTS, *module.split(".")) + ".py"
+            self.assertIn("main", {n.name for n in definitions(parsed(path))}, target)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

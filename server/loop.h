@@ -2,7 +2,7 @@
  * loop.h - the state of each event loop, and the server that holds them.
  *
  * Owns notesd_loop_t: one per thread, each with its h2o context, listeners,
- * slice of the database pool, HTTP counters and lag probe. All of them are
+ * slice of the database pool, HTTP counters, timer service and lag probe. All of them are
  * allocated and initialised by loops_init, in main, before any thread starts,
  * so no thread ever publishes a pointer another one reads. Only a loop's own
  * thread changes its state, except the counters and the lag window, which the
@@ -16,6 +16,7 @@
 #include "lag.h"
 #include "pool.h"
 #include "stats.h"
+#include "timers.h"
 
 #define NOTESD_MAX_LOOPS 64
 
@@ -63,6 +64,7 @@ typedef struct notesd_loop {
     h2o_timeout_t accept_backoff; /* 100 ms, for listener_t.backoff_entry */
     pool_t pool;                  /* this loop's slice of POOL_MAX */
     stats_loop_t stats;           /* HTTP series, in flight, connections */
+    timers_t timers;              /* the loop's timer service: one timerfd */
     lag_probe_t lag;              /* the event-loop lag probe */
     enum loop_state state;
     int wakeup_fd;        /* an eventfd: "begin shutdown" */

@@ -27,12 +27,10 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 #include "config.h"
-#include "delay.h"
 #include "http.h"
 #include "lag.h"
 #include "log.h"
 #include "loop.h"
-#include "routes_fixture.h"
 #include "statements.h"
 
 static h2o_socket_t *signals; /* loop 0 only */
@@ -72,8 +70,8 @@ static void describe_db(char *out, size_t len)
 /* ---- descriptors ------------------------------------------------------------------------- */
 
 /* Descriptors kept back from MAX_CONNECTIONS's default: per loop its API and TLS
- * listeners, epoll, wake-up eventfd, three timerfds (lag, delay, /stall) and
- * h2o's queue pipe (9 counted in /proc with a TLS port; 10 leaves room), and
+ * listeners, epoll, wake-up eventfd, the timer service's timerfd and h2o's
+ * queue pipe (7 counted in /proc with a TLS port; 10 leaves room), and
  * for the process stdio, the signalfd, /proc and static files being sent (16)
  * and the metrics port's connections. The pool's POOL_MAX comes on top. */
 #define FDS_PER_LOOP 10
@@ -195,10 +193,12 @@ static void start_loop(notesd_loop_t *loop)
 {
     http_start_loop(loop);
     h2o_loop_t *evloop = loop->ctx.loop;
+    if (timers_start(&loop->timers, evloop) != 0) {
+        perror("notesd: timerfd_create");
+        exit(1);
+    }
     pool_start(&loop->pool, evloop);
-    lag_start(&loop->lag, evloop);
-    delay_start(evloop);
-    fixture_start(evloop);
+    lag_start(&loop->lag, &loop->timers);
     h2o_timeout_init(evloop, &loop->drain_timeout, 20);
     loop->drain_entry.cb = on_drain_check;
     loop->wakeup = h2o_evloop_socket_create(evloop, loop->wakeup_fd, H2O_SOCKET_FLAG_DONT_READ);
@@ -221,11 +221,10 @@ static void finish_loop(notesd_loop_t *loop)
     h2o_socket_read_stop(loop->wakeup);
     h2o_socket_close(loop->wakeup);
     lag_stop(&loop->lag);
-    delay_stop();
-    fixture_stop();
     h2o_timeout_dispose(loop->ctx.loop, &loop->drain_timeout);
     http_dispose_loop(loop);
     pool_dispose(&loop->pool);
+    timers_stop(&loop->timers);
 }
 
 static void *worker_main(void *arg)

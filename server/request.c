@@ -1,6 +1,7 @@
 /*
- * request.c - the request context's life: begin, Server-Timing, dispose (see request.h).
+ * request.c - the request context's life: begin, timer, Server-Timing, dispose (see request.h).
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -45,6 +46,31 @@ notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats)
     if (stats != NULL)
         STAT_ADD(stats->in_flight, 1);
     return r;
+}
+
+static void on_request_timer(timer_entry_t *entry)
+{
+    notesd_req_t *r = H2O_STRUCT_FROM_MEMBER(notesd_req_t, timer.entry, entry);
+    r->timer.on_due(r);
+}
+
+int request_timer_arm(notesd_req_t *r, timers_t *timers, uint64_t due_ns,
+                      void (*on_due)(notesd_req_t *r))
+{
+    assert(!timers_is_linked(&r->timer.entry));
+    if (timers_pending(timers) >= REQUEST_TIMERS_MAX)
+        return -1;
+    r->timer.entry.cb = on_request_timer;
+    r->timer.timers = timers;
+    r->timer.on_due = on_due;
+    timers_link(timers, &r->timer.entry, due_ns);
+    return 0;
+}
+
+void request_timer_cancel(notesd_req_t *r)
+{
+    if (r->timer.timers != NULL)
+        timers_unlink(r->timer.timers, &r->timer.entry);
 }
 
 int request_client_gone(notesd_req_t *r)

@@ -14,8 +14,10 @@
 #define NOTESD_REQUEST_H
 
 #include <h2o.h>
+#include "compiler.h"
 #include "pool.h"
 #include "stats.h"
+#include "timers.h"
 #include "validate.h"
 
 typedef struct notesd_req notesd_req_t;
@@ -34,10 +36,11 @@ struct notesd_req {
     /* The handler's clean-up, run first when the request is disposed of; it
      * takes back whatever still refers to the request (a query, a timer). */
     void (*on_dispose)(notesd_req_t *r);
-    /* A deadline in the loop's timer heap (delay.c), for handlers that answer
-     * later; armed while on_due is not NULL. */
+    /* A deadline on the loop's timers (request_timer_arm), for handlers that
+     * answer later; armed while `entry` is linked. */
     struct request_timer {
-        size_t heap_index;
+        timer_entry_t entry;
+        timers_t *timers; /* the loop's, once armed */
         void (*on_due)(notesd_req_t *r);
     } timer;
     union {
@@ -70,6 +73,25 @@ extern const char *const request_method_labels[];
  * and its duration recorded when it ends; with NULL it is not measured.
  * Ownership: the context belongs to req->pool and dies with the request. */
 notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats);
+
+/* Longest wait a request may ask for (/delay/:ms, /fault's delay_ms); 400 beyond. */
+#define REQUEST_WAIT_MAX_MS 60000
+
+/* Most timers pending on one loop when a request asks for one (/delay, /fault's
+ * delay_ms and /drip's chunks together; the loop's own few count too); beyond
+ * it the request gets 503. */
+#define REQUEST_TIMERS_MAX 65536
+
+/* Calls on_due(r) on the loop of `timers` at `due_ns` (stats_now_ns's clock),
+ * unless request_timer_cancel comes first; on_due may arm the timer again.
+ * Returns 0, or -1 when REQUEST_TIMERS_MAX timers are pending (the caller
+ * answers 503). The timer refers to the request until it fires, so the
+ * handler's clean-up (r->on_dispose) must call request_timer_cancel. */
+NOTESD_MUSTCHECK int request_timer_arm(notesd_req_t *r, timers_t *timers, uint64_t due_ns,
+                                       void (*on_due)(notesd_req_t *r));
+
+/* Takes r's timer back, if armed; a clean-up (r->on_dispose) of its own. */
+void request_timer_cancel(notesd_req_t *r);
 
 /* For a handler about to answer after waiting (a query, a timer): 1 if the
  * client has gone meanwhile (its socket shows EOF or a reset). h2o 2.2.5 stops

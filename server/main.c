@@ -197,7 +197,7 @@ static void start_loop(notesd_loop_t *loop)
         perror("notesd: timerfd_create");
         exit(1);
     }
-    pool_start(&loop->pool, evloop);
+    pool_start(&loop->pool, evloop, &loop->timers);
     lag_start(&loop->lag, &loop->timers);
     h2o_timeout_init(evloop, &loop->drain_timeout, 20);
     loop->drain_entry.cb = on_drain_check;

@@ -60,9 +60,11 @@ typedef struct pool_conn {
     pgconn_t *pg;
     unsigned backoff_round; /* pool->backoff_round when it started connecting */
     int delivering;         /* inside a query's callback: take no new query now (see pool_query) */
-    h2o_timeout_entry_t idle_entry, query_entry;
-    unsigned head, count;    /* the FIFO of queries in flight: slots[head], then onwards */
-    pool_inflight_t slots[]; /* pool->per_conn of them */
+    h2o_timeout_entry_t idle_entry; /* IDLE: the idle timeout */
+    timer_entry_t connect_deadline; /* CONNECTING: on pool->timers */
+    timer_entry_t query_deadline;   /* BUSY: the oldest query's backstop, on pool->timers */
+    unsigned head, count;           /* the FIFO of queries in flight: slots[head], then onwards */
+    pool_inflight_t slots[];        /* pool->per_conn of them */
 } pool_conn_t;
 
 #define conn_log(level, conn, fmt, ...)                                                            \
@@ -145,13 +147,15 @@ static void pool_conn_set_state(pool_conn_t *conn, enum pool_conn_state next)
     if (list_of(pool, prev) != NULL)
         list_remove(list_of(pool, prev), &conn->link);
     h2o_timeout_unlink(&conn->idle_entry);
-    h2o_timeout_unlink(&conn->query_entry);
+    timers_unlink(pool->timers, &conn->connect_deadline);
+    timers_unlink(pool->timers, &conn->query_deadline);
     conn->state = next;
     switch (next) {
     case POOL_CONN_CONNECTING:
         list_push_back(&pool->connecting, &conn->link);
         /* libpq enforces connect_timeout only in its blocking calls. */
-        h2o_timeout_link(pool->loop, &pool->connect_timeout, &conn->query_entry);
+        timers_link(pool->timers, &conn->connect_deadline,
+                    stats_now_ns() + pool->connect_timeout_ns);
         break;
     case POOL_CONN_IDLE:
         list_push_front(&pool->idle, &conn->link); /* LIFO reuse */
@@ -221,7 +225,7 @@ static int conn_send(pool_conn_t *conn, pool_query_t *q)
         return -1;
     }
     if (conn->count == 1 && pool->has_query_timeout)
-        h2o_timeout_link(pool->loop, &pool->query_timeout, &conn->query_entry);
+        timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
     return 0;
 }
 
@@ -245,7 +249,8 @@ static void conn_fill(pool_conn_t *conn)
 }
 
 static void on_idle_timeout(h2o_timeout_entry_t *entry);
-static void on_query_timeout(h2o_timeout_entry_t *entry);
+static void on_connect_timeout(timer_entry_t *entry);
+static void on_query_timeout(timer_entry_t *entry);
 
 static void start_connection(pool_t *pool)
 {
@@ -256,7 +261,8 @@ static void start_connection(pool_t *pool)
     conn->id = ++pool->next_conn_id;
     conn->state = POOL_CONN_NEW;
     conn->idle_entry.cb = on_idle_timeout;
-    conn->query_entry.cb = on_query_timeout;
+    conn->connect_deadline.cb = on_connect_timeout;
+    conn->query_deadline.cb = on_query_timeout;
     pool_conn_set_state(conn, POOL_CONN_CONNECTING);
     conn_log(debug, conn, "%s", "connecting");
     /* pgconn_start never calls back before returning. */
@@ -369,10 +375,11 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
     conn->count--;
     STAT_SUB(pool->in_flight, 1);
     pool_query_t *q = done.query;
-    uint64_t took = stats_now_ns() - done.sent_ns;
-    h2o_timeout_unlink(&conn->query_entry);
+    uint64_t now = stats_now_ns(), took = now - done.sent_ns;
+    /* The deadline now watches the next oldest, if any. */
+    timers_unlink(pool->timers, &conn->query_deadline);
     if (conn->count > 0 && pool->has_query_timeout)
-        h2o_timeout_link(pool->loop, &pool->query_timeout, &conn->query_entry);
+        timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
     histogram_observe(&pool->stats.query[done.statement], (double)took / 1e9);
     enum pool_error err = POOL_OK;
     if (PQresultStatus(res) == PGRES_FATAL_ERROR) {
@@ -415,14 +422,16 @@ static void on_idle_timeout(h2o_timeout_entry_t *entry)
     conn_discard(conn, POOL_OK, NULL);
 }
 
-static void on_query_timeout(h2o_timeout_entry_t *entry)
+static void on_connect_timeout(timer_entry_t *entry)
 {
-    pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, query_entry, entry);
-    if (conn->state == POOL_CONN_CONNECTING) {
-        STAT_ADD(conn->pool->stats.connection_errors, 1);
-        conn_discard(conn, POOL_ERR_UNAVAILABLE, "connecting timed out");
-        return;
-    }
+    pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, connect_deadline, entry);
+    STAT_ADD(conn->pool->stats.connection_errors, 1);
+    conn_discard(conn, POOL_ERR_UNAVAILABLE, "connecting timed out");
+}
+
+static void on_query_timeout(timer_entry_t *entry)
+{
+    pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, query_deadline, entry);
     /* The server did not answer even its own statement_timeout. libpq 15 has
      * no non-blocking cancel: the connection is replaced, never half-read. */
     STAT_ADD(conn->pool->stats.query_timeouts, 1);
@@ -627,16 +636,17 @@ int pool_configure(pool_t *pool, const char *db_url, const pool_statement_t *sta
     return 0;
 }
 
-void pool_start(pool_t *pool, h2o_loop_t *loop)
+void pool_start(pool_t *pool, h2o_loop_t *loop, timers_t *timers)
 {
     pool->loop = loop;
+    pool->timers = timers;
     h2o_timeout_init(loop, &pool->idle_timeout, (uint64_t)config.pool_idle_timeout_ms);
     h2o_timeout_init(loop, &pool->acquire_timeout, (uint64_t)config.pool_acquire_timeout_ms);
     /* The server's statement_timeout ends a slow query and keeps the connection;
      * this deadline, a second later, catches a database that stopped answering. */
-    h2o_timeout_init(loop, &pool->query_timeout, (uint64_t)config.query_timeout_ms + 1000);
+    pool->query_deadline_ns = ((uint64_t)config.query_timeout_ms + 1000) * 1000000;
+    pool->connect_timeout_ns = (uint64_t)config.pool_connect_timeout_ms * 1000000;
     h2o_timeout_init(loop, &pool->retry_timeout, 100);
-    h2o_timeout_init(loop, &pool->connect_timeout, (uint64_t)config.pool_connect_timeout_ms);
     h2o_timeout_init(loop, &pool->defer_timeout, 0);
     pool->has_acquire_timeout = config.pool_acquire_timeout_ms > 0;
     pool->has_query_timeout = config.query_timeout_ms > 0;
@@ -760,9 +770,7 @@ void pool_dispose(pool_t *pool)
     h2o_timeout_unlink(&pool->retry_entry);
     h2o_timeout_dispose(pool->loop, &pool->idle_timeout);
     h2o_timeout_dispose(pool->loop, &pool->acquire_timeout);
-    h2o_timeout_dispose(pool->loop, &pool->query_timeout);
     h2o_timeout_dispose(pool->loop, &pool->retry_timeout);
-    h2o_timeout_dispose(pool->loop, &pool->connect_timeout);
     h2o_timeout_dispose(pool->loop, &pool->defer_timeout);
     free(pool->options);
     free(pool->hostaddr);

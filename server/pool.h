@@ -27,6 +27,7 @@
 #include "compiler.h"
 #include "pgconn.h"
 #include "stats.h"
+#include "timers.h"
 
 /* A statement the pool can run; `name` is also the metrics label and, with
  * --prepared, the prepared statement's name. */
@@ -120,8 +121,9 @@ typedef struct pool {
     pool_list_t waiting;                /* pool_query_t, FIFO */
     size_t in_flight; /* queries sent and not yet answered, over every connection (a gauge) */
 
-    h2o_timeout_t idle_timeout, acquire_timeout, query_timeout, retry_timeout, defer_timeout,
-        connect_timeout;
+    timers_t *timers; /* the loop's: connect and query deadlines */
+    uint64_t connect_timeout_ns, query_deadline_ns;
+    h2o_timeout_t idle_timeout, acquire_timeout, retry_timeout, defer_timeout;
     h2o_timeout_entry_t retry_entry; /* opens a connection again after a back-off */
     int has_acquire_timeout, has_query_timeout;
     uint64_t down_until_ns; /* fail fast until then, after a failed connect */
@@ -142,8 +144,9 @@ NOTESD_MUSTCHECK int pool_configure(pool_t *pool, const char *db_url,
                                     const pool_statement_t *statements, size_t nstatements,
                                     char *err, size_t errlen);
 
-/* Attaches the pool's timers to the loop; call once before the first query. */
-void pool_start(pool_t *pool, h2o_loop_t *loop);
+/* Attaches the pool to its loop and the loop's timer service (the connect
+ * and query deadlines); call once before the first query. */
+void pool_start(pool_t *pool, h2o_loop_t *loop, timers_t *timers);
 
 /* Runs statement q->statement with q->params; see enum pool_admit. While the
  * pool drains (after pool_shutdown) the query is admitted and answered at once

@@ -42,7 +42,8 @@ typedef struct test_query {
     int had_result;      /* whether it came with a PGresult */
 } test_query_t;
 
-static int callbacks; /* over all queries of the current test */
+static int callbacks;   /* over all queries of the current test */
+static timers_t timers; /* the test loop's timer service (connect and query deadlines) */
 
 static void on_query_done(pool_query_t *q, PGresult *res, enum pool_error err)
 {
@@ -134,14 +135,19 @@ static int pool_open(pool_t *pool, h2o_loop_t *loop, const char *url)
         fprintf(stderr, "    pool_configure: %s\n", err);
         return rc;
     }
-    pool_start(pool, loop);
+    pool_start(pool, loop, &timers);
     return 0;
 }
 
 static h2o_loop_t *loop_create(void)
 {
     callbacks = 0;
-    return h2o_evloop_create();
+    h2o_loop_t *loop = h2o_evloop_create();
+    if (timers_start(&timers, loop) != 0) {
+        perror("timers_start");
+        exit(1);
+    }
+    return loop;
 }
 
 static int pool_emptied(void *arg)
@@ -158,6 +164,8 @@ static void pool_finish(pool_t *pool, h2o_loop_t *loop)
     h2o_evloop_run(loop, 0); /* sockets closed above are freed on the next turn */
     if (pool_is_empty(pool) && pool->waiting.len == 0)
         pool_dispose(pool);
+    timers_stop(&timers);
+    h2o_evloop_run(loop, 0); /* and the timer service's */
     h2o_evloop_destroy(loop);
 }
 

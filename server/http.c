@@ -27,6 +27,7 @@
 typedef struct dispatch {
     h2o_handler_t super;
     enum route_port port; /* measured on the API port only */
+    const request_settings_t *settings;
     const route_t *rows[ROUTE__COUNT];
     size_t base_len[ROUTE__COUNT]; /* per row: the length of its base (see base_len) */
     size_t nrows;
@@ -134,8 +135,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     while (i < d->nrows && !row_matches(d->rows[i], d->base_len[i], path, &param))
         i++;
     const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
-    notesd_req_t *r =
-        request_begin(req, (uint8_t)row->id, d->port == PORT_API ? &this_loop->stats : NULL);
+    notesd_req_t *r = request_begin(req, (uint8_t)row->id,
+                                    d->port == PORT_API ? &this_loop->stats : NULL, d->settings);
     /* Express decodes a route's :param ("/notes/%31" is note 1); no copy when
      * there is nothing to decode. */
     if (row->match == MATCH_PARAM && memchr(param.base, '%', param.len) != NULL) {
@@ -172,12 +173,14 @@ static void format_allow(const route_t *row, char *out, size_t len)
  * path no row matches gets notesd's JSON 404 on both ports, not h2o's text
  * one. Set-up hooks run after the dispatcher was created, so what they add to
  * the path (h2o's file handler) comes after it. */
-static void register_port(h2o_hostconf_t *host, enum route_port port)
+static void register_port(h2o_hostconf_t *host, enum route_port port,
+                          const request_settings_t *settings)
 {
     h2o_pathconf_t *pathconf = h2o_config_register_path(host, "/", 0);
     dispatch_t *d = (dispatch_t *)h2o_create_handler(pathconf, sizeof(*d));
     d->super.on_req = on_req;
     d->port = port;
+    d->settings = settings;
     for (size_t i = 0; i < ROUTE__COUNT; i++) {
         const route_t *row = &routes[i];
         if (row->port != port || row->match == MATCH_NONE)
@@ -188,41 +191,41 @@ static void register_port(h2o_hostconf_t *host, enum route_port port)
     }
     for (size_t i = 0; i < d->nrows; i++)
         if (d->rows[i]->setup != NULL)
-            d->rows[i]->setup(pathconf);
+            d->rows[i]->setup(pathconf, settings);
 }
 
-void http_configure(void)
+void http_configure(const notesd_config_t *cfg, const request_settings_t *settings)
 {
     h2o_config_init(&server.conf);
     /* Express sends no Server header; neither do we (len 0 omits it). */
     server.conf.server_name = h2o_iovec_init(H2O_STRLIT(""));
     /* Bodies up to max_body_bytes are ours to judge (413 with a JSON reason);
      * h2o itself refuses only far larger ones, before buffering them. */
-    server.conf.max_request_entity_size = (size_t)config.max_body_bytes * 16;
+    server.conf.max_request_entity_size = (size_t)cfg->max_body_bytes * 16;
     /* The seed's clients speak HTTP/1.1: no h2c unless asked for. With it, h2o
      * takes both ways in: a connection that opens with HTTP/2's preface (prior
      * knowledge) and an HTTP/1.1 request with Upgrade: h2c. One setting of the
      * shared configuration, so the metrics port speaks h2c too. */
-    server.conf.http1.upgrade_to_http2 = config.h2c;
+    server.conf.http1.upgrade_to_http2 = cfg->h2c;
     /* h2o 2.2.5's only HTTP/1 timeout: receiving a request, and idling between
      * requests; the same figure for HTTP/2's idle connections and TLS handshakes. */
-    server.conf.http1.req_timeout = (uint64_t)config.client_timeout_ms;
-    server.conf.http2.idle_timeout = (uint64_t)config.client_timeout_ms;
-    server.conf.handshake_timeout = (uint64_t)config.client_timeout_ms;
+    server.conf.http1.req_timeout = (uint64_t)cfg->client_timeout_ms;
+    server.conf.http2.idle_timeout = (uint64_t)cfg->client_timeout_ms;
+    server.conf.handshake_timeout = (uint64_t)cfg->client_timeout_ms;
 
     server.api_hosts[0] =
         h2o_config_register_host(&server.conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-    register_port(server.api_hosts[0], PORT_API);
+    register_port(server.api_hosts[0], PORT_API, settings);
     server.metrics_hosts[0] =
         h2o_config_register_host(&server.conf, h2o_iovec_init(H2O_STRLIT("metrics")), 65535);
-    register_port(server.metrics_hosts[0], PORT_METRICS);
+    register_port(server.metrics_hosts[0], PORT_METRICS, settings);
 }
 
-int http_tls_configure(char *err, size_t len)
+int http_tls_configure(const notesd_config_t *cfg, char *err, size_t len)
 {
-    if (config.tls_port == 0)
+    if (cfg->tls_port == 0)
         return 0;
-    if (config.tls_cert == NULL || config.tls_key == NULL) {
+    if (cfg->tls_cert == NULL || cfg->tls_key == NULL) {
         snprintf(err, len, "TLS_PORT needs TLS_CERT and TLS_KEY (see --help)");
         return -1;
     }
@@ -230,12 +233,12 @@ int http_tls_configure(char *err, size_t len)
     const char *what = NULL, *path = NULL;
     if (ctx == NULL)
         what = "cannot create a TLS context", path = "";
-    else if (SSL_CTX_use_certificate_chain_file(ctx, config.tls_cert) != 1)
-        what = "TLS_CERT: cannot load the certificate", path = config.tls_cert;
-    else if (SSL_CTX_use_PrivateKey_file(ctx, config.tls_key, SSL_FILETYPE_PEM) != 1)
-        what = "TLS_KEY: cannot load the private key", path = config.tls_key;
+    else if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert) != 1)
+        what = "TLS_CERT: cannot load the certificate", path = cfg->tls_cert;
+    else if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key, SSL_FILETYPE_PEM) != 1)
+        what = "TLS_KEY: cannot load the private key", path = cfg->tls_key;
     else if (SSL_CTX_check_private_key(ctx) != 1)
-        what = "TLS_KEY: the key does not match the certificate", path = config.tls_key;
+        what = "TLS_KEY: the key does not match the certificate", path = cfg->tls_key;
     if (what != NULL) {
         char reason[256];
         ERR_error_string_n(ERR_peek_last_error(), reason, sizeof(reason));
@@ -385,36 +388,28 @@ static int bind_listen(const char *host, int port, int reuseport, int *bound)
     return fd;
 }
 
-int http_open_listeners(void)
+int http_open_listeners(const notesd_config_t *cfg)
 {
     int reuseport = server.nloops > 1;
     /* With PORT=0 (or TLS_PORT=auto) the first socket takes a free port and
      * the other loops' sockets join it. */
-    server.api_port = config.port;
-    server.tls_port = config.tls_port == CONFIG_PORT_AUTO ? 0 : config.tls_port;
+    server.api_port = cfg->port;
+    server.tls_port = cfg->tls_port == CONFIG_PORT_AUTO ? 0 : cfg->tls_port;
     for (int i = 0; i < server.nloops; i++) {
         notesd_loop_t *loop = &server.loops[i];
-        if ((loop->api.fd =
-                 bind_listen(config.host, server.api_port, reuseport, &server.api_port)) < 0)
-            return -1;
-        if (server.ssl_ctx != NULL && (loop->tls.fd = bind_listen(config.host, server.tls_port,
-                                                                  reuseport, &server.tls_port)) < 0)
-            return -1;
-        /* MAX_CONNECTIONS is shared out like POOL_MAX; the first loops take the
-         * remainder. A loop's API and TLS listeners draw on the same share. */
-        loop->api_budget.max = (size_t)(config.max_connections / server.nloops +
-                                        (i < config.max_connections % server.nloops));
-        loop->api.budget = loop->tls.budget = &loop->api_budget;
-        loop->metrics.budget = &loop->metrics_budget;
-    }
-    server.metrics_port = 0;
-    if (config.metrics_port != 0) {
-        notesd_loop_t *loop = &server.loops[0];
-        int port = config.metrics_port == CONFIG_PORT_AUTO ? 0 : config.metrics_port;
-        if ((loop->metrics.fd = bind_listen(config.metrics_host, port, 0, &server.metrics_port)) <
+        if ((loop->api.fd = bind_listen(cfg->host, server.api_port, reuseport, &server.api_port)) <
             0)
             return -1;
-        loop->metrics_budget.max = HTTP_METRICS_MAX_CONNECTIONS;
+        if (server.ssl_ctx != NULL && (loop->tls.fd = bind_listen(cfg->host, server.tls_port,
+                                                                  reuseport, &server.tls_port)) < 0)
+            return -1;
+    }
+    server.metrics_port = 0;
+    if (cfg->metrics_port != 0) {
+        int port = cfg->metrics_port == CONFIG_PORT_AUTO ? 0 : cfg->metrics_port;
+        if ((server.loops[0].metrics.fd =
+                 bind_listen(cfg->metrics_host, port, 0, &server.metrics_port)) < 0)
+            return -1;
     }
     return 0;
 }

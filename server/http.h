@@ -12,10 +12,14 @@
 #define NOTESD_HTTP_H
 
 #include "compiler.h"
+#include "config.h"
 #include "loop.h"
+#include "request.h"
 
-/* Registers every row of the route table; call once, before http_open_listeners. */
-void http_configure(void);
+/* Sets up h2o from the configuration and registers every row of the route
+ * table, each port's requests handled with `settings` (which must outlive
+ * the server); call once, before http_open_listeners. */
+void http_configure(const notesd_config_t *cfg, const request_settings_t *settings);
 
 /* Connections the metrics port accepts at once: its own small budget, so a
  * full API port never locks Prometheus out. */
@@ -23,15 +27,13 @@ void http_configure(void);
 
 /* With a TLS port: loads TLS_CERT and TLS_KEY and offers h2 and http/1.1 by
  * ALPN. Returns 0, or -1 with a one-line reason in `err` (a bad setting). */
-NOTESD_MUSTCHECK int http_tls_configure(char *err, size_t len);
+NOTESD_MUSTCHECK int http_tls_configure(const notesd_config_t *cfg, char *err, size_t len);
 
 /* Opens the listening sockets of every loop (one per loop on the API port and
- * on the TLS port, one metrics socket) and shares config.max_connections out
- * among the loops, a loop's API and TLS listeners drawing on one share;
- * PORT=0, TLS_PORT=auto and METRICS_PORT=auto take free ports, recorded in
- * server.api_port, server.tls_port and server.metrics_port. Returns 0, or -1
- * after logging why. */
-int http_open_listeners(void);
+ * on the TLS port, one metrics socket); PORT=0, TLS_PORT=auto and
+ * METRICS_PORT=auto take free ports, recorded in server.api_port,
+ * server.tls_port and server.metrics_port. Returns 0, or -1 after logging why. */
+int http_open_listeners(const notesd_config_t *cfg);
 
 /* On the loop's own thread: creates its event loop and context and starts
  * accepting on its listeners. */

@@ -18,6 +18,8 @@ void loops_init(int n, int lag_interval_ms)
         loop->index = i;
         loop->api.fd = loop->tls.fd = loop->metrics.fd = loop->wakeup_fd = -1;
         loop->api.state = loop->tls.state = loop->metrics.state = LISTENER_CLOSED;
+        loop->api.budget = loop->tls.budget = &loop->api_budget; /* one share for both */
+        loop->metrics.budget = &loop->metrics_budget;
         stats_loop_init(&loop->stats);
         lag_init(&loop->lag, lag_interval_ms);
     }

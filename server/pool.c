@@ -8,7 +8,7 @@
  * leaves surplus connections at the cold end where the idle timeout finds them.
  *
  * Queries in flight: each connection keeps a FIFO of the queries it sent
- * (one slot, or pool->depth in pipeline mode), and a result belongs to the
+ * (one slot, or pool->per_conn in pipeline mode), and a result belongs to the
  * oldest. The loop's backstop deadline watches the oldest; when it passes,
  * the connection is discarded, and every query still in it is answered once:
  * the oldest with POOL_ERR_QUERY_TIMEOUT, the others with
@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "config.h"
 #include "log.h"
 #include "pgconn.h"
 #include "pool.h"
@@ -167,7 +166,7 @@ static void pool_conn_set_state(pool_conn_t *conn, enum pool_conn_state next)
     default:
         break;
     }
-    assert(total(pool) <= (size_t)pool->max);
+    assert(total(pool) <= (size_t)pool->settings.max);
 }
 
 /* ---- queries ----------------------------------------------------------------------------- */
@@ -218,8 +217,9 @@ static int conn_send(pool_conn_t *conn, pool_query_t *q)
     STAT_ADD(pool->in_flight, 1);
     q->state = POOL_QUERY_RUNNING;
     q->conn = conn;
-    if (pgconn_send(conn->pg, pool->prepared ? st->name : st->sql, pool->prepared, st->nparams,
-                    q->params) != 0) {
+    int prepared = pool->settings.prepared;
+    if (pgconn_send(conn->pg, prepared ? st->name : st->sql, prepared, st->nparams, q->params) !=
+        0) {
         STAT_ADD(pool->stats.connection_errors, 1);
         conn_discard(conn, POOL_ERR_UNAVAILABLE, pgconn_error(conn->pg));
         return -1;
@@ -278,7 +278,7 @@ static void grow(pool_t *pool)
     if (pool->shutting_down)
         return; /* a drain opens no connection */
     while (pool->connecting.len * pool->per_conn < pool->waiting.len &&
-           total(pool) < (size_t)pool->max) {
+           total(pool) < (size_t)pool->settings.max) {
         if (stats_now_ns() < pool->down_until_ns) {
             if (!h2o_timeout_is_linked(&pool->retry_entry))
                 h2o_timeout_link(pool->loop, &pool->retry_timeout, &pool->retry_entry);
@@ -361,7 +361,8 @@ static int is_statement_timeout(pool_t *pool, const PGresult *res, uint64_t took
         return 1;
     if (primary != NULL && strcmp(primary, "canceling statement due to user request") == 0)
         return 0;
-    return pool->has_query_timeout && took_ns >= (uint64_t)config.query_timeout_ms * 1000000;
+    return pool->has_query_timeout &&
+           took_ns >= (uint64_t)pool->settings.query_timeout_ms * 1000000;
 }
 
 static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
@@ -558,8 +559,9 @@ static void build_options(pool_t *pool, const PQconninfoOption *opts)
     if (theirs == NULL)
         theirs = getenv("PGOPTIONS"); /* setting `options` would hide it */
     char timeout[64] = "";
-    if (config.query_timeout_ms > 0)
-        snprintf(timeout, sizeof(timeout), " -c statement_timeout=%d", config.query_timeout_ms);
+    if (pool->settings.query_timeout_ms > 0)
+        snprintf(timeout, sizeof(timeout), " -c statement_timeout=%d",
+                 pool->settings.query_timeout_ms);
     const char *ours = "-c DateStyle=ISO -c IntervalStyle=postgres -c extra_float_digits=1";
     size_t cap = (theirs != NULL ? strlen(theirs) + 1 : 0) + strlen(ours) + strlen(timeout) + 1;
     pool->options = malloc(cap);
@@ -569,8 +571,8 @@ static void build_options(pool_t *pool, const PQconninfoOption *opts)
              theirs != NULL ? " " : "", ours, timeout);
 }
 
-int pool_configure(pool_t *pool, const char *db_url, const pool_statement_t *statements,
-                   size_t nstatements, char *err, size_t errlen)
+int pool_configure(pool_t *pool, const pool_settings_t *settings, const char *db_url,
+                   const pool_statement_t *statements, size_t nstatements, char *err, size_t errlen)
 {
     char *parse_err = NULL;
     size_t n = 0;
@@ -578,12 +580,9 @@ int pool_configure(pool_t *pool, const char *db_url, const pool_statement_t *sta
     memset(pool, 0, sizeof(*pool));
     pool->statements = statements;
     pool->nstatements = nstatements;
-    pool->max = config.pool_max;
-    pool->queue_max = config.pool_queue_max;
-    pool->prepared = config.prepared;
-    pool->depth = config.pipeline_depth;
-    pool->per_conn = pool->depth > 0 ? (unsigned)pool->depth : 1;
-    assert(pool->depth <= POOL_DEPTH_MAX);
+    pool->settings = *settings;
+    pool->per_conn = settings->depth > 0 ? (unsigned)settings->depth : 1;
+    assert(settings->depth <= POOL_DEPTH_MAX);
     pool->backoff_ms = 50;
     assert(nstatements <= sizeof(pool->stats.query) / sizeof(pool->stats.query[0]));
 
@@ -620,8 +619,8 @@ int pool_configure(pool_t *pool, const char *db_url, const pool_statement_t *sta
      * on the wire are the same in both modes). */
     pool->pgparams.keywords = pool->keywords;
     pool->pgparams.values = pool->values;
-    pool->pgparams.pipeline = pool->depth > 0 || pool->prepared;
-    if (pool->prepared) {
+    pool->pgparams.pipeline = settings->depth > 0 || settings->prepared;
+    if (settings->prepared) {
         pool->pgparams.prepare = statements;
         pool->pgparams.nprepare = nstatements;
     }
@@ -640,16 +639,17 @@ void pool_start(pool_t *pool, h2o_loop_t *loop, timers_t *timers)
 {
     pool->loop = loop;
     pool->timers = timers;
-    h2o_timeout_init(loop, &pool->idle_timeout, (uint64_t)config.pool_idle_timeout_ms);
-    h2o_timeout_init(loop, &pool->acquire_timeout, (uint64_t)config.pool_acquire_timeout_ms);
+    const pool_settings_t *s = &pool->settings;
+    h2o_timeout_init(loop, &pool->idle_timeout, (uint64_t)s->idle_timeout_ms);
+    h2o_timeout_init(loop, &pool->acquire_timeout, (uint64_t)s->acquire_timeout_ms);
     /* The server's statement_timeout ends a slow query and keeps the connection;
      * this deadline, a second later, catches a database that stopped answering. */
-    pool->query_deadline_ns = ((uint64_t)config.query_timeout_ms + 1000) * 1000000;
-    pool->connect_timeout_ns = (uint64_t)config.pool_connect_timeout_ms * 1000000;
+    pool->query_deadline_ns = ((uint64_t)s->query_timeout_ms + 1000) * 1000000;
+    pool->connect_timeout_ns = (uint64_t)s->connect_timeout_ms * 1000000;
     h2o_timeout_init(loop, &pool->retry_timeout, 100);
     h2o_timeout_init(loop, &pool->defer_timeout, 0);
-    pool->has_acquire_timeout = config.pool_acquire_timeout_ms > 0;
-    pool->has_query_timeout = config.query_timeout_ms > 0;
+    pool->has_acquire_timeout = s->acquire_timeout_ms > 0;
+    pool->has_query_timeout = s->query_timeout_ms > 0;
     pool->retry_entry.cb = on_retry;
 }
 
@@ -664,7 +664,7 @@ static pool_conn_t *pick_connection(pool_t *pool)
 {
     if (pool->idle.len > 0)
         return H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next);
-    if (pool->per_conn == 1 || pool->waiting.len > 0 || total(pool) < (size_t)pool->max)
+    if (pool->per_conn == 1 || pool->waiting.len > 0 || total(pool) < (size_t)pool->settings.max)
         return NULL;
     pool_conn_t *best = NULL;
     for (h2o_linklist_t *n = pool->busy.head.next; n != &pool->busy.head; n = n->next) {
@@ -703,7 +703,7 @@ enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
         STAT_ADD(pool->stats.rejected, 1);
         return POOL_DOWN;
     }
-    if (pool->queue_max > 0 && pool->waiting.len >= (size_t)pool->queue_max) {
+    if (pool->settings.queue_max > 0 && pool->waiting.len >= (size_t)pool->settings.queue_max) {
         STAT_ADD(pool->stats.rejected, 1);
         return POOL_QUEUE_FULL;
     }

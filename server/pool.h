@@ -104,13 +104,27 @@ typedef struct pool_stats {
     histogram_t query[8];    /* seconds from send to result, per statement */
 } pool_stats_t;
 
+/* What one pool is configured with: computed once at start-up from the
+ * configuration (main.c), where each loop's pool gets its share of POOL_MAX.
+ * The pool keeps a copy and reads nothing else. */
+typedef struct pool_settings {
+    int max;                /* most connections open at once (this pool's share of POOL_MAX) */
+    int queue_max;          /* most queries waiting for a connection; 0 = no bound */
+    int idle_timeout_ms;    /* an idle connection is closed after this long */
+    int acquire_timeout_ms; /* longest wait for a connection; 0 = wait forever */
+    int connect_timeout_ms; /* longest time to open a connection */
+    int query_timeout_ms;   /* the server's statement_timeout; the loop's backstop deadline
+                               comes a second later; 0 = none */
+    int prepared;           /* 1: named prepared statements; 0: unnamed, like node-postgres */
+    int depth;              /* --pipeline: queries in flight per connection; 0 = no pipeline */
+} pool_settings_t;
+
 typedef struct pool {
     h2o_loop_t *loop;
+    pool_settings_t settings;
     const pool_statement_t *statements;
     size_t nstatements;
-    int max, queue_max, prepared;
-    int depth;         /* --pipeline: queries in flight per connection; 0 = no pipeline mode */
-    unsigned per_conn; /* queries one connection carries at once: depth, or 1 */
+    unsigned per_conn; /* queries one connection carries at once: settings.depth, or 1 */
     const char *keywords[12], *values[12]; /* connection parameters for libpq */
     char *options;                         /* libpq's `options`: the URL's, then our -c settings */
     char *hostaddr;                        /* numeric address per host of the URL, or NULL */
@@ -134,15 +148,15 @@ typedef struct pool {
     pool_stats_t stats;
 } pool_t;
 
-/* Reads the settings and db_url, and prepares the connection parameters; opens
+/* Takes the settings and db_url, and prepares the connection parameters; opens
  * no connection (node-postgres connects lazily). Every host name of db_url
  * (one, or a comma-separated list) is resolved here into a matching hostaddr
  * list: the only blocking DNS lookups, done before the loop runs, so libpq
  * never calls getaddrinfo() on the loop. Returns 0, or -1 with a message in
  * `err` if db_url cannot be parsed or a host name cannot be resolved. */
-NOTESD_MUSTCHECK int pool_configure(pool_t *pool, const char *db_url,
-                                    const pool_statement_t *statements, size_t nstatements,
-                                    char *err, size_t errlen);
+NOTESD_MUSTCHECK int pool_configure(pool_t *pool, const pool_settings_t *settings,
+                                    const char *db_url, const pool_statement_t *statements,
+                                    size_t nstatements, char *err, size_t errlen);
 
 /* Attaches the pool to its loop and the loop's timer service (the connect
  * and query deadlines); call once before the first query. */

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "config.h"
 #include "request.h"
 
 const char *const request_method_labels[REQUEST_NUM_METHODS] = {
@@ -35,11 +34,13 @@ static void on_request_disposed(void *p)
     STAT_SUB(r->stats->in_flight, 1);
 }
 
-notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats)
+notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats,
+                            const request_settings_t *settings)
 {
     notesd_req_t *r = h2o_mem_alloc_shared(&req->pool, sizeof(*r), on_request_disposed);
     memset(r, 0, sizeof(*r));
     r->req = req;
+    r->settings = settings;
     r->stats = stats;
     r->route = route;
     r->start_ns = stats_now_ns();
@@ -115,7 +116,7 @@ static char *put_ms(char *p, uint64_t ns)
 
 void request_add_server_timing(notesd_req_t *r)
 {
-    if (!config.server_timing || r->stats == NULL || r->timing_sent)
+    if (r->timing_sent || r->stats == NULL || !r->settings->server_timing)
         return;
     r->timing_sent = 1;
     h2o_req_t *req = r->req;

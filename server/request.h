@@ -22,8 +22,19 @@
 
 typedef struct notesd_req notesd_req_t;
 
+/* The settings a port's requests are handled with: set once at start-up from
+ * the configuration (main.c), then read-only and shared by every loop. Each
+ * request's context points at its port's; the route handlers read theirs here. */
+typedef struct request_settings {
+    int server_timing;      /* SERVER_TIMING: send Server-Timing on measured responses */
+    int primes_max;         /* PRIMES_MAX: the largest ?below= of /primes */
+    size_t max_body_bytes;  /* MAX_BODY_BYTES: a larger request body gets 413 */
+    const char *static_dir; /* STATIC_DIR: served under /static/ (read by its set-up hook) */
+} request_settings_t;
+
 struct notesd_req {
     h2o_req_t *req;
+    const request_settings_t *settings; /* the port's */
     stats_loop_t *stats; /* the loop's counters; NULL: not measured (the metrics port) */
     uint64_t start_ns;   /* when the handler received the request (stats_now_ns) */
     uint64_t db_ns;      /* time spent in database queries, for Server-Timing */
@@ -71,8 +82,10 @@ extern const char *const request_method_labels[];
 /* Creates the request's context (zeroed union) in req->pool, the one
  * allocation of request state. With `stats`, the request is counted in flight
  * and its duration recorded when it ends; with NULL it is not measured.
+ * `settings` must outlive every request (they are the process's).
  * Ownership: the context belongs to req->pool and dies with the request. */
-notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats);
+notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats,
+                            const request_settings_t *settings);
 
 /* Longest wait a request may ask for (/delay/:ms, /fault's delay_ms); 400 beyond. */
 #define REQUEST_WAIT_MAX_MS 60000

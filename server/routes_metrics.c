@@ -17,7 +17,6 @@
 #include <unistd.h>
 #include <libpq-fe.h>
 #include <h2o/version.h>
-#include "config.h"
 #include "lag.h"
 #include "loop.h"
 #include "respond.h"
@@ -176,7 +175,7 @@ static void pool_metrics(out_t *o)
         idle += STAT_READ(pool->idle.len);
         waiting += STAT_READ(pool->waiting.len);
         in_flight += STAT_READ(pool->in_flight);
-        max += pool->max;
+        max += pool->settings.max;
         errors += STAT_READ(pool->stats.connection_errors);
         opened += STAT_READ(pool->stats.connects);
         rejected += STAT_READ(pool->stats.rejected);
@@ -348,7 +347,7 @@ static void build_metrics(out_t *o)
 }
 
 /* Set-up of the /metrics row: the process's start time. */
-void metrics_setup(h2o_pathconf_t *pathconf)
+void metrics_setup(h2o_pathconf_t *pathconf, const request_settings_t *settings)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);

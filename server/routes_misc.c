@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include "config.h"
 #include "render.h"
 #include "respond.h"
 #include "routes.h"
@@ -85,11 +84,12 @@ int misc_primes(notesd_req_t *r)
 
     if (req->query_at != SIZE_MAX)
         found = validate_query_number(req->path.base + req->query_at + 1,
-                                      req->path.len - req->query_at - 1, "below", config.primes_max,
-                                      &below);
+                                      req->path.len - req->query_at - 1, "below",
+                                      r->settings->primes_max, &below);
     if (found < 0) {
         char msg[96];
-        snprintf(msg, sizeof(msg), "below must be a whole number from 0 to %d", config.primes_max);
+        snprintf(msg, sizeof(msg), "below must be a whole number from 0 to %d",
+                 r->settings->primes_max);
         respond_error(r, 400, msg);
         return 0;
     }
@@ -159,9 +159,9 @@ int misc_static(notesd_req_t *r)
 }
 
 /* Adds h2o's file handler behind the dispatcher, on the API port's path "/". */
-void misc_static_setup(h2o_pathconf_t *pathconf)
+void misc_static_setup(h2o_pathconf_t *pathconf, const request_settings_t *settings)
 {
-    if (realpath(config.static_dir, static_root) == NULL)
+    if (realpath(settings->static_dir, static_root) == NULL)
         static_root[0] = '\0'; /* no directory: every /static path is a 404 */
     else
         h2o_file_register(pathconf, static_root, NULL, NULL, 0);

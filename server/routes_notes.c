@@ -12,7 +12,6 @@
 #include <cJSON.h>
 #include <string.h>
 #include "body.h"
-#include "config.h"
 #include "log.h"
 #include "loop.h"
 #include "render.h"
@@ -187,7 +186,7 @@ static int parse_body(notesd_req_t *r)
     int repeated, status;
     const char *type = header_of(req, H2O_TOKEN_CONTENT_TYPE, &type_len, &repeated);
     const char *encoding;
-    size_t limit = (size_t)config.max_body_bytes;
+    size_t limit = r->settings->max_body_bytes;
 
     if ((status = body_check_type(type, type_len, msg, sizeof(msg))) != 0) {
         respond_error(r, status, msg);

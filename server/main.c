@@ -31,9 +31,11 @@
 #include "lag.h"
 #include "log.h"
 #include "loop.h"
+#include "pgparams.h"
 #include "statements.h"
 
 static const notesd_config_t *cfg; /* config_load's, read-only */
+static pgparams_t pgparams;        /* how every pool's connections open; built once */
 static h2o_socket_t *signals;      /* loop 0 only */
 static int shutdown_requested;
 
@@ -125,7 +127,8 @@ static int loop_share(int total, int i)
     return total / server.nloops + (i < total % server.nloops);
 }
 
-/* The pool settings of loop i: the configuration's, with its share of POOL_MAX. */
+/* The pool settings of loop i: the configuration's, with its share of POOL_MAX.
+ * Only `max` differs from one loop to the next. */
 static pool_settings_t pool_settings_of(int i)
 {
     return (pool_settings_t){.max = loop_share(cfg->pool_max, i),
@@ -136,6 +139,20 @@ static pool_settings_t pool_settings_of(int i)
                              .query_timeout_ms = cfg->query_timeout_ms,
                              .prepared = cfg->prepared,
                              .depth = cfg->pipeline_depth};
+}
+
+/* Everything each loop gets, in one place: its pool, with its share of
+ * POOL_MAX, and its listeners' share of MAX_CONNECTIONS (a loop's API and TLS
+ * listeners draw on one share; the metrics listener has its own budget). */
+static void configure_loops(int max_connections)
+{
+    for (int i = 0; i < server.nloops; i++) {
+        notesd_loop_t *loop = &server.loops[i];
+        pool_settings_t settings = pool_settings_of(i);
+        pool_configure(&loop->pool, &settings, &pgparams.conn, statements, STMT__COUNT);
+        loop->api_budget.max = (size_t)loop_share(max_connections, i);
+        loop->metrics_budget.max = HTTP_METRICS_MAX_CONNECTIONS;
+    }
 }
 
 /* ---- one loop's shutdown ----------------------------------------------------------------- */
@@ -281,22 +298,16 @@ int main(int argc, char **argv)
     /* Every loop's memory exists before any thread starts, so no thread
      * publishes a pointer that another one reads. */
     loops_init(cfg->threads, cfg->lag_interval_ms);
-    for (int i = 0; i < server.nloops; i++) {
-        pool_settings_t settings = pool_settings_of(i);
-        if (pool_configure(&server.loops[i].pool, &settings, cfg->db_url, statements, STMT__COUNT,
-                           err, sizeof(err)) != 0) {
-            fprintf(stderr, "notesd: %s\n", err);
-            return 2;
-        }
+    pool_settings_t pool_settings = pool_settings_of(0);
+    if (pgparams_build(&pgparams, cfg->db_url, &pool_settings, statements, STMT__COUNT, err,
+                       sizeof(err)) != 0) {
+        fprintf(stderr, "notesd: %s\n", err);
+        return 2;
     }
     int max_connections = admit_by_fd_limit();
     if (max_connections < 0)
         return 2;
-    for (int i = 0; i < server.nloops; i++) {
-        /* A loop's API and TLS listeners draw on its one share of MAX_CONNECTIONS. */
-        server.loops[i].api_budget.max = (size_t)loop_share(max_connections, i);
-        server.loops[i].metrics_budget.max = HTTP_METRICS_MAX_CONNECTIONS;
-    }
+    configure_loops(max_connections);
     /* The settings of every request: the process's, read-only from here on. */
     static request_settings_t request_settings;
     request_settings = (request_settings_t){.server_timing = cfg->server_timing,
@@ -356,6 +367,7 @@ int main(int argc, char **argv)
     h2o_socket_read_stop(signals);
     h2o_socket_close(signals);
     finish_loop(main_loop);
+    pgparams_free(&pgparams);
     log_info("%s", "stopped");
     return 0;
 }

@@ -12,10 +12,9 @@
  * room takes new queries, and one that gets room back takes as many waiters
  * as fit, oldest first. Results come back in the order the queries were sent.
  *
- * Every connection starts with the session settings the result parsing relies
- * on (DateStyle ISO, IntervalStyle postgres, UTF-8, extra_float_digits), sent
- * in the startup packet, so whatever defaults the database or its role carry
- * cost no round trip and change no byte of a response.
+ * Every connection opens with the parameters pgparams.c built once at
+ * start-up: numeric host addresses (no DNS on the loop) and the session
+ * settings the result parsing relies on, in the startup packet.
  *
  * One pool per event loop; nothing here is thread-safe.
  */
@@ -125,11 +124,7 @@ typedef struct pool {
     const pool_statement_t *statements;
     size_t nstatements;
     unsigned per_conn; /* queries one connection carries at once: settings.depth, or 1 */
-    const char *keywords[12], *values[12]; /* connection parameters for libpq */
-    char *options;                         /* libpq's `options`: the URL's, then our -c settings */
-    char *hostaddr;                        /* numeric address per host of the URL, or NULL */
-    pgconn_params_t pgparams; /* how pgconn opens each connection: the above, pipeline mode,
-                                 the statements to prepare (--prepared) */
+    const pgconn_params_t *params; /* how each connection opens (pgparams.h); shared */
 
     pool_list_t connecting, idle, busy; /* pool_conn_t, by state */
     pool_list_t waiting;                /* pool_query_t, FIFO */
@@ -148,15 +143,11 @@ typedef struct pool {
     pool_stats_t stats;
 } pool_t;
 
-/* Takes the settings and db_url, and prepares the connection parameters; opens
- * no connection (node-postgres connects lazily). Every host name of db_url
- * (one, or a comma-separated list) is resolved here into a matching hostaddr
- * list: the only blocking DNS lookups, done before the loop runs, so libpq
- * never calls getaddrinfo() on the loop. Returns 0, or -1 with a message in
- * `err` if db_url cannot be parsed or a host name cannot be resolved. */
-NOTESD_MUSTCHECK int pool_configure(pool_t *pool, const pool_settings_t *settings,
-                                    const char *db_url, const pool_statement_t *statements,
-                                    size_t nstatements, char *err, size_t errlen);
+/* Prepares an empty pool with `settings` (copied) whose connections open
+ * with `params` (see pgparams.h; it must outlive the pool); opens no
+ * connection (node-postgres connects lazily). */
+void pool_configure(pool_t *pool, const pool_settings_t *settings, const pgconn_params_t *params,
+                    const pool_statement_t *statements, size_t nstatements);
 
 /* Attaches the pool to its loop and the loop's timer service (the connect
  * and query deadlines); call once before the first query. */

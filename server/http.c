@@ -2,15 +2,9 @@
  * http.c - h2o set-up: hosts, route dispatch, listeners, TLS and h2c, one context per loop
  * (see http.h).
  */
-#include <arpa/inet.h>
 #include <assert.h>
-#include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include "config.h"
@@ -255,139 +249,6 @@ int http_tls_configure(const notesd_config_t *cfg, char *err, size_t len)
     return 0;
 }
 
-/* ---- admission: listeners and their connection limits ------------------------------------ */
-
-static void on_accept(h2o_socket_t *listener, const char *err);
-
-/* Every state change of a listener goes through here: only an ACCEPTING
- * listener is watched, so a full or starved one costs the loop nothing. */
-static void listener_set_state(listener_t *l, enum listener_state state)
-{
-    assert(l->state != LISTENER_CLOSED);
-    if (state == LISTENER_ACCEPTING && l->state != LISTENER_ACCEPTING)
-        h2o_socket_read_start(l->sock, on_accept);
-    else if (state != LISTENER_ACCEPTING && l->state == LISTENER_ACCEPTING)
-        h2o_socket_read_stop(l->sock);
-    if (state == LISTENER_CLOSED) {
-        h2o_timeout_unlink(&l->backoff_entry);
-        h2o_socket_close(l->sock);
-        l->sock = NULL;
-    }
-    l->state = state;
-}
-
-/* Moves every listener of the loop that draws on `budget` from `from` to `to`:
- * the API and TLS listeners share one, so both stop when it is spent and both
- * start again when a place frees up. */
-static void budget_move(notesd_loop_t *loop, conn_budget_t *budget, enum listener_state from,
-                        enum listener_state to)
-{
-    listener_t *all[] = {&loop->api, &loop->tls, &loop->metrics};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-        if (all[i]->budget == budget && all[i]->state == from) {
-            if (to == LISTENER_FULL)
-                STAT_ADD(loop->stats.accept_paused_full, 1);
-            listener_set_state(all[i], to);
-        }
-}
-
-static void on_connection_closed(void *data)
-{
-    listener_t *l = data;
-    STAT_SUB(this_loop->stats.open_connections, 1);
-    l->budget->open--;
-    /* One place is free again: take the next clients from the backlog. */
-    budget_move(this_loop, l->budget, LISTENER_FULL, LISTENER_ACCEPTING);
-}
-
-static void on_backoff_end(h2o_timeout_entry_t *entry)
-{
-    listener_t *l = H2O_STRUCT_FROM_MEMBER(listener_t, backoff_entry, entry);
-    if (l->state != LISTENER_BACKOFF)
-        return;
-    if (l->budget->open < l->budget->max) {
-        listener_set_state(l, LISTENER_ACCEPTING);
-    } else {
-        STAT_ADD(this_loop->stats.accept_paused_full, 1);
-        listener_set_state(l, LISTENER_FULL);
-    }
-}
-
-static void on_accept(h2o_socket_t *listener, const char *err)
-{
-    listener_t *l = listener->data;
-    conn_budget_t *budget = l->budget;
-    h2o_socket_t *sock;
-
-    if (err != NULL)
-        return;
-    /* Accept everything that is waiting, so a burst costs one wake-up, up to the limit. */
-    while (budget->open < budget->max) {
-        if ((sock = h2o_evloop_socket_accept(listener)) == NULL) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                /* The listener stays readable, and epoll is level-triggered: retrying
-                 * now would spin. The clients wait in the backlog meanwhile. */
-                STAT_ADD(this_loop->stats.accept_paused_fds, 1);
-                if (!l->starved) /* once per episode, not every 100 ms */
-                    log_warn("accept: %s; pausing 100 ms at a time until one is free (%zu "
-                             "connections open)",
-                             strerror(errno), budget->open);
-                l->starved = 1;
-                listener_set_state(l, LISTENER_BACKOFF);
-                h2o_timeout_link(this_loop->ctx.loop, &this_loop->accept_backoff,
-                                 &l->backoff_entry);
-            }
-            return; /* EAGAIN: nothing more waiting */
-        }
-        budget->open++;
-        l->starved = 0;
-        STAT_ADD(this_loop->stats.open_connections, 1);
-        if (l != &this_loop->metrics)
-            STAT_ADD(this_loop->stats.accepted, 1);
-        sock->on_close.cb = on_connection_closed;
-        sock->on_close.data = l;
-        h2o_accept(&l->accept, sock);
-    }
-    budget_move(this_loop, budget, LISTENER_ACCEPTING, LISTENER_FULL);
-}
-
-/* Binds and listens; with `reuseport`, several loops can each have a socket on
- * the same port and the kernel spreads new connections among them. Port 0
- * takes a free port; *bound gets the port bound. */
-static int bind_listen(const char *host, int port, int reuseport, int *bound)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV},
-                    *res;
-    struct sockaddr_storage addr;
-    socklen_t addrlen = sizeof(addr);
-    char portstr[16];
-    int fd, on = 1, rc;
-
-    snprintf(portstr, sizeof(portstr), "%d", port);
-    if ((rc = getaddrinfo(host, portstr, &hints, &res)) != 0) {
-        log_error("cannot listen on %s:%d: %s (an IP address is expected)", host, port,
-                  gai_strerror(rc));
-        return -1;
-    }
-    if ((fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
-        (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) != 0) ||
-        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, H2O_SOMAXCONN) != 0 ||
-        getsockname(fd, (struct sockaddr *)&addr, &addrlen) != 0) {
-        log_error("cannot listen on %s:%d: %s", host, port, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(res);
-        return -1;
-    }
-    freeaddrinfo(res);
-    *bound = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
-                                              : ((struct sockaddr_in *)&addr)->sin_port);
-    return fd;
-}
-
 int http_open_listeners(const notesd_config_t *cfg)
 {
     int reuseport = server.nloops > 1;
@@ -397,57 +258,27 @@ int http_open_listeners(const notesd_config_t *cfg)
     server.tls_port = cfg->tls_port == CONFIG_PORT_AUTO ? 0 : cfg->tls_port;
     for (int i = 0; i < server.nloops; i++) {
         notesd_loop_t *loop = &server.loops[i];
-        if ((loop->api.fd = bind_listen(cfg->host, server.api_port, reuseport, &server.api_port)) <
+        listeners_t *set = &loop->listen;
+        if ((set->api.fd = listen_bind(cfg->host, server.api_port, reuseport, &server.api_port)) <
             0)
             return -1;
-        if (server.ssl_ctx != NULL && (loop->tls.fd = bind_listen(cfg->host, server.tls_port,
-                                                                  reuseport, &server.tls_port)) < 0)
+        if (server.ssl_ctx != NULL && (set->tls.fd = listen_bind(cfg->host, server.tls_port,
+                                                                 reuseport, &server.tls_port)) < 0)
             return -1;
     }
     server.metrics_port = 0;
     if (cfg->metrics_port != 0) {
         int port = cfg->metrics_port == CONFIG_PORT_AUTO ? 0 : cfg->metrics_port;
-        if ((server.loops[0].metrics.fd =
-                 bind_listen(cfg->metrics_host, port, 0, &server.metrics_port)) < 0)
+        if ((server.loops[0].listen.metrics.fd =
+                 listen_bind(cfg->metrics_host, port, 0, &server.metrics_port)) < 0)
             return -1;
     }
     return 0;
-}
-
-static void watch_listener(notesd_loop_t *loop, listener_t *l, h2o_hostconf_t **hosts,
-                           SSL_CTX *ssl_ctx)
-{
-    if (l->fd < 0)
-        return;
-    l->accept.ctx = &loop->ctx;
-    l->accept.hosts = hosts;
-    l->accept.ssl_ctx = ssl_ctx; /* h2o does the handshake, then ALPN picks the protocol */
-    l->backoff_entry.cb = on_backoff_end;
-    l->sock = h2o_evloop_socket_create(loop->ctx.loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
-    l->sock->data = l;
-    l->state = LISTENER_FULL; /* watched from the next line on */
-    listener_set_state(l, LISTENER_ACCEPTING);
 }
 
 void http_start_loop(notesd_loop_t *loop)
 {
     this_loop = loop;
     h2o_context_init(&loop->ctx, h2o_evloop_create(), &server.conf);
-    h2o_timeout_init(loop->ctx.loop, &loop->accept_backoff, 100);
-    watch_listener(loop, &loop->api, server.api_hosts, NULL);
-    watch_listener(loop, &loop->tls, server.api_hosts, server.ssl_ctx);
-    watch_listener(loop, &loop->metrics, server.metrics_hosts, NULL);
-}
-
-void http_stop_accepting(notesd_loop_t *loop)
-{
-    listener_t *all[] = {&loop->api, &loop->tls, &loop->metrics};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-        if (all[i]->state != LISTENER_CLOSED)
-            listener_set_state(all[i], LISTENER_CLOSED);
-}
-
-void http_dispose_loop(notesd_loop_t *loop)
-{
-    h2o_timeout_dispose(loop->ctx.loop, &loop->accept_backoff);
+    listen_start(&loop->listen, &loop->ctx, server.api_hosts, server.metrics_hosts, server.ssl_ctx);
 }

@@ -21,10 +21,6 @@
  * the server); call once, before http_open_listeners. */
 void http_configure(const notesd_config_t *cfg, const request_settings_t *settings);
 
-/* Connections the metrics port accepts at once: its own small budget, so a
- * full API port never locks Prometheus out. */
-#define HTTP_METRICS_MAX_CONNECTIONS 8
-
 /* With a TLS port: loads TLS_CERT and TLS_KEY and offers h2 and http/1.1 by
  * ALPN. Returns 0, or -1 with a one-line reason in `err` (a bad setting). */
 NOTESD_MUSTCHECK int http_tls_configure(const notesd_config_t *cfg, char *err, size_t len);
@@ -35,15 +31,8 @@ NOTESD_MUSTCHECK int http_tls_configure(const notesd_config_t *cfg, char *err, s
  * server.tls_port and server.metrics_port. Returns 0, or -1 after logging why. */
 int http_open_listeners(const notesd_config_t *cfg);
 
-/* On the loop's own thread: creates its event loop and context and starts
- * accepting on its listeners. */
+/* On the loop's own thread: creates its event loop and h2o context, and
+ * starts accepting on its listeners (listen_start). */
 void http_start_loop(notesd_loop_t *loop);
-
-/* Stops accepting new connections on the calling thread's loop. */
-void http_stop_accepting(notesd_loop_t *loop);
-
-/* Frees what http_start_loop created besides the h2o context; after
- * http_stop_accepting, when the loop is about to end. */
-void http_dispose_loop(notesd_loop_t *loop);
 
 #endif

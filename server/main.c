@@ -78,7 +78,7 @@ static void describe_db(char *out, size_t len)
  * for the process stdio, the signalfd, /proc and static files being sent (16)
  * and the metrics port's connections. The pool's POOL_MAX comes on top. */
 #define FDS_PER_LOOP 10
-#define FDS_PROCESS (16 + HTTP_METRICS_MAX_CONNECTIONS)
+#define FDS_PROCESS (16 + LISTEN_METRICS_MAX_CONNECTIONS)
 
 /* Raises the soft RLIMIT_NOFILE to the hard one (as a server should: the soft
  * default of 1024 is for interactive shells), then returns MAX_CONNECTIONS as
@@ -150,8 +150,8 @@ static void configure_loops(int max_connections)
         notesd_loop_t *loop = &server.loops[i];
         pool_settings_t settings = pool_settings_of(i);
         pool_configure(&loop->pool, &settings, &pgparams.conn, statements, STMT__COUNT);
-        loop->api_budget.max = (size_t)loop_share(max_connections, i);
-        loop->metrics_budget.max = HTTP_METRICS_MAX_CONNECTIONS;
+        loop->listen.api_budget.max = (size_t)loop_share(max_connections, i);
+        loop->listen.metrics_budget.max = LISTEN_METRICS_MAX_CONNECTIONS;
     }
 }
 
@@ -176,7 +176,7 @@ static void on_drain_check(h2o_timeout_entry_t *entry)
 static void begin_shutdown(notesd_loop_t *loop)
 {
     loop->state = LOOP_DRAINING;
-    http_stop_accepting(loop);
+    listen_stop(&loop->listen);
     /* The next response on each keep-alive connection says Connection: close. */
     h2o_context_request_shutdown(&loop->ctx);
     pool_shutdown(&loop->pool);
@@ -262,7 +262,7 @@ static void finish_loop(notesd_loop_t *loop)
     h2o_socket_close(loop->wakeup);
     lag_stop(&loop->lag);
     h2o_timeout_dispose(loop->ctx.loop, &loop->drain_timeout);
-    http_dispose_loop(loop);
+    listen_dispose(&loop->listen);
     pool_dispose(&loop->pool);
     timers_stop(&loop->timers);
 }

@@ -312,7 +312,7 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     size_t max = 0;
     uint64_t paused_full = 0, paused_fds = 0;
     for (int l = 0; l < server.nloops; l++) {
-        max += server.loops[l].api_budget.max;
+        max += server.loops[l].listen.api_budget.max;
         paused_full += STAT_READ(server.loops[l].stats.accept_paused_full);
         paused_fds += STAT_READ(server.loops[l].stats.accept_paused_fds);
     }

@@ -1,12 +1,12 @@
 /*
- * http.h - h2o set-up: the two hosts, the route table's registration and
- * dispatch, the listeners (API, TLS, metrics), one h2o context per loop.
+ * http.h - h2o set-up: the shared configuration with its two hosts (API and
+ * metrics), TLS and h2c, the listening sockets, one h2o context per loop.
  *
- * Owns the h2o globalconf (shared and read-only once the loops run), the TLS
- * context (loaded once, kept for the process's life), and the dispatcher that
- * turns an h2o request into a routed notesd_req_t. HTTP/2 (ALPN h2 on the TLS
- * port, h2c with --h2c) reaches the same dispatcher as HTTP/1.1. Which path
- * goes where is routes.h's table; what a route answers is its handler's.
+ * Owns the h2o globalconf (shared and read-only once the loops run) and the
+ * TLS context (loaded once, kept for the process's life). Each host gets one
+ * dispatcher (dispatch.h), which routes every request; HTTP/2 (ALPN h2 on the
+ * TLS port, h2c with --h2c) reaches it as HTTP/1.1 does. Accepting
+ * connections, and how many, is listen.h's.
  */
 #ifndef NOTESD_HTTP_H
 #define NOTESD_HTTP_H

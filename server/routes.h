@@ -4,7 +4,7 @@
  * One row per route: its id, its template (also the `path` label of the HTTP
  * metrics), the port it is on, how its path is matched, and its handler for
  * each method. The route enum and the labels are generated from the same rows,
- * so they cannot disagree. http.c registers the rows with h2o and dispatches
+ * so they cannot disagree. dispatch.c registers the rows with h2o and dispatches
  * each request: it creates the request's context, answers 404 (route "other")
  * when no row matches and 405 (with Allow) when the row has no handler for the
  * method, and otherwise calls the handler. Adding a route: one row here, its

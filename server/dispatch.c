@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "dispatch.h"
+#include "head.h"
 #include "loop.h"
 #include "respond.h"
 #include "validate.h"
@@ -76,7 +77,7 @@ static h2o_iovec_t route_path(h2o_req_t *req)
         h2o_iovec_init(req->path.base, req->query_at != SIZE_MAX ? req->query_at : req->path.len);
     if (path.len > 0 && path.base[0] == '/')
         return path;
-    size_t at = validate_origin_form(path.base, path.len);
+    size_t at = head_origin_form(path.base, path.len);
     if (at == SIZE_MAX)
         return path; /* no row matches it: 404 */
     if (at == path.len)
@@ -97,7 +98,7 @@ static int framing_is_ambiguous(h2o_req_t *req, const char **err)
     h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
     if (sock == NULL || sock->input == NULL)
         return 0;
-    return validate_framing(sock->input->bytes, sock->input->size, err) != 0;
+    return head_framing(sock->input->bytes, sock->input->size, err) != 0;
 }
 
 static route_handler_t handler_for(const route_t *row, h2o_req_t *req)

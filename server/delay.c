@@ -43,7 +43,6 @@ static void on_delay_due(notesd_req_t *r)
 /* GET /delay/:ms[?jitter=J] */
 int delay_get(notesd_req_t *r)
 {
-    h2o_req_t *req = r->req;
     h2o_iovec_t p = r->param; /* what follows "/delay/" */
     long ms = 0, jitter = 0;
 
@@ -56,9 +55,8 @@ int delay_get(notesd_req_t *r)
         respond_error(r, 400, "delay must be a whole number of milliseconds, 0 to 60000");
         return 0;
     }
-    if (req->query_at != SIZE_MAX &&
-        validate_query_number(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1,
-                              "jitter", REQUEST_WAIT_MAX_MS, &jitter) < 0) {
+    h2o_iovec_t query = request_query(r);
+    if (validate_query_number(query.base, query.len, "jitter", REQUEST_WAIT_MAX_MS, &jitter) < 0) {
         respond_error(r, 400, "jitter must be a whole number of milliseconds, 0 to 60000");
         return 0;
     }

@@ -49,6 +49,14 @@ notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats,
     return r;
 }
 
+h2o_iovec_t request_query(const notesd_req_t *r)
+{
+    const h2o_req_t *req = r->req;
+    if (req->query_at == SIZE_MAX)
+        return h2o_iovec_init("", 0);
+    return h2o_iovec_init(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1);
+}
+
 static void on_request_timer(timer_entry_t *entry)
 {
     notesd_req_t *r = H2O_STRUCT_FROM_MEMBER(notesd_req_t, timer.entry, entry);

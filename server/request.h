@@ -87,6 +87,11 @@ extern const char *const request_method_labels[];
 notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats,
                             const request_settings_t *settings);
 
+/* The raw query string: what follows the target's '?', still encoded; empty
+ * (length 0, never a NULL base) when there is none, which every parser of
+ * validate.h reads as "no parameters". */
+h2o_iovec_t request_query(const notesd_req_t *r);
+
 /* Longest wait a request may ask for (/delay/:ms, /fault's delay_ms); 400 beyond. */
 #define REQUEST_WAIT_MAX_MS 60000
 

@@ -35,13 +35,9 @@ static void fill_pattern(void)
  * absent (*out untouched), -1 (after answering 400 naming it) if bad. */
 static int query_knob(notesd_req_t *r, const char *name, long lo, long hi, long *out)
 {
-    h2o_req_t *req = r->req;
+    h2o_iovec_t query = request_query(r);
     long v = 0;
-    int found = 0;
-
-    if (req->query_at != SIZE_MAX)
-        found = validate_query_number(req->path.base + req->query_at + 1,
-                                      req->path.len - req->query_at - 1, name, hi, &v);
+    int found = validate_query_number(query.base, query.len, name, hi, &v);
     if (found < 0 || (found == 1 && v < lo)) {
         char msg[96];
         snprintf(msg, sizeof(msg), "%s must be a whole number from %ld to %ld", name, lo, hi);
@@ -253,7 +249,6 @@ static void on_fault_dispose(notesd_req_t *r)
 int fixture_fault(notesd_req_t *r)
 {
     struct request_fixture *f = &r->u.fixture;
-    h2o_req_t *req = r->req;
     long status, every = 1, delay_ms = 0;
     enum fault_action action = FAULT_ANSWER;
     const char *v;
@@ -263,9 +258,8 @@ int fixture_fault(notesd_req_t *r)
         query_knob(r, "every", 1, FIXTURE_FAULT_MAX_EVERY, &every) < 0 ||
         query_knob(r, "delay_ms", 0, REQUEST_WAIT_MAX_MS, &delay_ms) < 0)
         return 0;
-    if (req->query_at != SIZE_MAX &&
-        validate_query_param(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1,
-                             "action", &v, &vlen) > 0) {
+    h2o_iovec_t query = request_query(r);
+    if (validate_query_param(query.base, query.len, "action", &v, &vlen) > 0) {
         if (v != NULL && h2o_memis(v, vlen, H2O_STRLIT("reset"))) {
             action = FAULT_RESET;
         } else if (v != NULL && h2o_memis(v, vlen, H2O_STRLIT("close_after_headers"))) {

@@ -79,13 +79,10 @@ static long count_primes(long n)
 int misc_primes(notesd_req_t *r)
 {
     h2o_req_t *req = r->req;
+    h2o_iovec_t query = request_query(r);
     long below = 100000;
-    int found = 0;
-
-    if (req->query_at != SIZE_MAX)
-        found = validate_query_number(req->path.base + req->query_at + 1,
-                                      req->path.len - req->query_at - 1, "below",
-                                      r->settings->primes_max, &below);
+    int found =
+        validate_query_number(query.base, query.len, "below", r->settings->primes_max, &below);
     if (found < 0) {
         char msg[96];
         snprintf(msg, sizeof(msg), "below must be a whole number from 0 to %d",

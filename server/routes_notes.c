@@ -233,16 +233,12 @@ int notes_get(notesd_req_t *r)
 /* GET /notes?tag= */
 int notes_list(notesd_req_t *r)
 {
-    h2o_req_t *req = r->req;
-    const char *err, *query = "";
-    size_t query_len = 0, tag_len;
+    h2o_iovec_t query = request_query(r);
+    const char *err;
+    size_t tag_len;
 
-    if (req->query_at != SIZE_MAX) {
-        query = req->path.base + req->query_at + 1;
-        query_len = req->path.len - req->query_at - 1;
-    }
-    char *tag = h2o_mem_alloc_pool(&req->pool, query_len + 1);
-    if (validate_tag_query(query, query_len, tag, &tag_len, &err) != 0) {
+    char *tag = h2o_mem_alloc_pool(&r->req->pool, query.len + 1);
+    if (validate_tag_query(query.base, query.len, tag, &tag_len, &err) != 0) {
         respond_error(r, 400, err);
         return 0;
     }

@@ -46,12 +46,8 @@ int delay_get(notesd_req_t *r)
     h2o_iovec_t p = r->param; /* what follows "/delay/" */
     long ms = 0, jitter = 0;
 
-    int digits = p.len > 0 && p.len <= 5;
-    for (size_t i = 0; digits && i < p.len; i++) {
-        digits = p.base[i] >= '0' && p.base[i] <= '9';
-        ms = ms * 10 + (p.base[i] - '0');
-    }
-    if (!digits || ms > REQUEST_WAIT_MAX_MS) {
+    /* Five characters at most: leading zeros beyond that are refused too. */
+    if (p.len > 5 || validate_whole_number(p.base, p.len, REQUEST_WAIT_MAX_MS, &ms) != 0) {
         respond_error(r, 400, "delay must be a whole number of milliseconds, 0 to 60000");
         return 0;
     }

@@ -52,13 +52,9 @@ static int query_knob(notesd_req_t *r, const char *name, long lo, long hi, long 
 /* Reads the path's :param as a whole number in lo..hi, or answers 400 naming it. */
 static int path_knob(notesd_req_t *r, const char *name, long lo, long hi, long *out)
 {
-    h2o_iovec_t p = r->param;
-    long v = 0;
-    size_t i = 0;
+    long v;
 
-    while (i < p.len && p.base[i] >= '0' && p.base[i] <= '9' && v <= hi)
-        v = v * 10 + (p.base[i++] - '0');
-    if (p.len == 0 || i != p.len || v < lo || v > hi) {
+    if (validate_whole_number(r->param.base, r->param.len, hi, &v) != 0 || v < lo) {
         char msg[96];
         snprintf(msg, sizeof(msg), "%s must be a whole number from %ld to %ld", name, lo, hi);
         respond_error(r, 400, msg);

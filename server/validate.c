@@ -154,23 +154,29 @@ int validate_query_param(const char *query, size_t len, const char *name, const 
     return found;
 }
 
+int validate_whole_number(const char *s, size_t len, long max, long *out)
+{
+    long n = 0;
+
+    if (len == 0)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9' || n > (max - (s[i] - '0')) / 10)
+            return -1;
+        n = n * 10 + (s[i] - '0');
+    }
+    *out = n;
+    return 0;
+}
+
 int validate_query_number(const char *query, size_t len, const char *name, long max, long *out)
 {
     const char *v;
     size_t vlen;
-    long n = 0;
 
     if (validate_query_param(query, len, name, &v, &vlen) == 0 || v == NULL)
         return 0;
-    if (vlen == 0)
-        return -1;
-    for (size_t i = 0; i < vlen; i++) {
-        if (v[i] < '0' || v[i] > '9' || n > (max - (v[i] - '0')) / 10)
-            return -1;
-        n = n * 10 + (v[i] - '0');
-    }
-    *out = n;
-    return 1;
+    return validate_whole_number(v, vlen, max, out) == 0 ? 1 : -1;
 }
 
 int validate_tag_query(const char *query, size_t len, char *out, size_t *out_len, const char **err)

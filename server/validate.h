@@ -19,6 +19,12 @@
  * decimal text, NUL-terminated (at most 20 bytes + NUL). */
 NOTESD_MUSTCHECK int validate_note_id(const char *s, size_t len, char canon[21], const char **err);
 
+/* Reads `s` as a whole number in 0..max: ASCII digits only (no sign, space
+ * or point), not empty; leading zeros are allowed. Returns 0 and sets *out,
+ * or -1 (for anything else, and before it could overflow). The one parser of
+ * numbers in paths and query strings. */
+NOTESD_MUSTCHECK int validate_whole_number(const char *s, size_t len, long max, long *out);
+
 /* The one query-string parser. Finds parameter `name` in a raw query string
  * (the part after '?'), comparing keys after decoding them as Node's
  * querystring does. Returns how often it occurs: 0, 1, or 2 for "more than

@@ -135,6 +135,27 @@ static void query_param_finds_the_first_and_counts_repeats(void)
     CHECK_INT_EQ(validate_query_param("tags=js&ta=x", 12, "tag", &v, &len), 0);
 }
 
+static void whole_number_reads_digits_up_to_max(void)
+{
+    long n = -1;
+    CHECK_INT_EQ(validate_whole_number("60000", 5, 60000, &n), 0);
+    CHECK_INT_EQ(n, 60000);
+    CHECK_INT_EQ(validate_whole_number("0000007", 7, 60000, &n), 0); /* leading zeros */
+    CHECK_INT_EQ(n, 7);
+    CHECK_INT_EQ(validate_whole_number("0", 1, 0, &n), 0);
+    CHECK_INT_EQ(n, 0);
+    n = -1;
+    CHECK_INT_EQ(validate_whole_number("60001", 5, 60000, &n), -1);
+    CHECK_INT_EQ(validate_whole_number("", 0, 60000, &n), -1);
+    CHECK_INT_EQ(validate_whole_number("-1", 2, 60000, &n), -1);
+    CHECK_INT_EQ(validate_whole_number("+1", 2, 60000, &n), -1);
+    CHECK_INT_EQ(validate_whole_number("1.5", 3, 60000, &n), -1);
+    CHECK_INT_EQ(validate_whole_number(" 1", 2, 60000, &n), -1);
+    CHECK_INT_EQ(validate_whole_number("99999999999999999999999", 23, 2147483647, &n), -1);
+    CHECK_INT_EQ(validate_whole_number("12", 1, 60000, &n), 0); /* reads `len` bytes only */
+    CHECK_INT_EQ(n, 1);
+}
+
 static void query_number_reads_whole_numbers_up_to_max(void)
 {
     long n = -1;
@@ -642,6 +663,7 @@ int main(void)
     CHECK_RUN(note_body_deep_nesting_does_not_crash);
     CHECK_RUN(note_body_null_pointer_is_empty);
     CHECK_RUN(query_param_finds_the_first_and_counts_repeats);
+    CHECK_RUN(whole_number_reads_digits_up_to_max);
     CHECK_RUN(query_number_reads_whole_numbers_up_to_max);
     CHECK_RUN(note_body_stores_lone_surrogates_as_replacement_characters);
     CHECK_RUN(decode_path_decodes_escapes_but_not_plus);

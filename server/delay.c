@@ -11,18 +11,9 @@
 #include <stdio.h>
 #include "loop.h"
 #include "respond.h"
+#include "rng.h"
 #include "routes.h"
 #include "validate.h"
-
-static __thread uint64_t rng; /* seeded on first use: each loop its own sequence */
-
-static double next_uniform(void)
-{
-    if (rng == 0)
-        rng = 0x853c49e6748fea9bULL ^ stats_now_ns();
-    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
-    return (double)((rng * 0x2545f4914f6cdd1dULL) >> 11) / 9007199254740992.0;
-}
 
 /* A delay in microseconds: `ms` plus a uniform offset in [-jitter, +jitter]
  * milliseconds, never below 0. `u` is uniform in [0, 1). */
@@ -57,7 +48,7 @@ int delay_get(notesd_req_t *r)
         return 0;
     }
     r->u.delay.ms = ms;
-    uint64_t due = stats_now_ns() + (uint64_t)draw_us(ms, jitter, next_uniform()) * 1000;
+    uint64_t due = stats_now_ns() + (uint64_t)draw_us(ms, jitter, rng_uniform()) * 1000;
     if (request_timer_arm(r, &this_loop->timers, due, on_delay_due) != 0) {
         respond_unavailable(r, "too many pending /delay requests");
         return 0;

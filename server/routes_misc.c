@@ -10,27 +10,9 @@
 #include <time.h>
 #include "render.h"
 #include "respond.h"
+#include "rng.h"
 #include "routes.h"
 #include "validate.h"
-
-/* xorshift64*: /json needs a cheap random id, not a cryptographic one. One
- * state per loop thread, seeded on first use. */
-static __thread uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    if (rng_state == 0) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        rng_state =
-            ((uint64_t)now.tv_nsec << 20 ^ (uint64_t)now.tv_sec ^ (uint64_t)(uintptr_t)&rng_state) |
-            1;
-    }
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dULL;
-}
 
 /* GET / - seed 002's Express hello world (res.send of a string: text/html). */
 int misc_root(notesd_req_t *r)

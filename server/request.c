@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <cJSON.h>
 #include "request.h"
 
 const char *const request_method_labels[REQUEST_NUM_METHODS] = {
@@ -47,6 +48,24 @@ notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats,
     if (stats != NULL)
         STAT_ADD(stats->in_flight, 1);
     return r;
+}
+
+/* request_db's clean-up. A query the pool never took has no pool yet. */
+static void on_db_dispose(notesd_req_t *r)
+{
+    pool_query_t *q = &r->u.db.query;
+    if (q->pool != NULL)
+        pool_query_cancel(q->pool, q);
+    cJSON_Delete(r->u.db.input.json);
+}
+
+struct request_db *request_db(notesd_req_t *r, int statement, pool_query_cb cb)
+{
+    r->on_dispose = on_db_dispose;
+    r->u.db.query.statement = statement;
+    r->u.db.query.cb = cb;
+    r->u.db.query.data = r;
+    return &r->u.db;
 }
 
 h2o_iovec_t request_query(const notesd_req_t *r)

@@ -87,6 +87,13 @@ extern const char *const request_method_labels[];
 notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats,
                             const request_settings_t *settings);
 
+/* Claims the context's union for one statement on the pool (r->u.db): sets
+ * the query's statement, its callback `cb` and its data (r), and the request's
+ * clean-up, which takes the query back from the pool if the request goes
+ * first (its result, if it comes, is dropped) and frees a parsed body
+ * (u.db.input). The handler sets the parameters, then calls pool_query. */
+struct request_db *request_db(notesd_req_t *r, int statement, pool_query_cb cb);
+
 /* The raw query string: what follows the target's '?', still encoded; empty
  * (length 0, never a NULL base) when there is none, which every parser of
  * validate.h reads as "no parameters". */

@@ -382,12 +382,6 @@ int metrics_healthz(notesd_req_t *r)
     return 0;
 }
 
-/* /readyz's clean-up: a ping still waiting or running is cancelled. */
-static void on_ready_dispose(notesd_req_t *r)
-{
-    pool_query_cancel(&this_loop->pool, &r->u.db.query);
-}
-
 static void on_ping_done(pool_query_t *q, PGresult *res, enum pool_error err)
 {
     notesd_req_t *r = q->data;
@@ -405,11 +399,8 @@ int metrics_readyz(notesd_req_t *r)
         respond(r, 200, CT_JSON, "{\"status\":\"ready\"}", 18);
         return 0;
     }
-    r->on_dispose = on_ready_dispose;
-    r->u.db.query.statement = STMT_PING;
-    r->u.db.query.cb = on_ping_done;
-    r->u.db.query.data = r;
-    if (pool_query(&this_loop->pool, &r->u.db.query) != POOL_ADMITTED)
+    struct request_db *db = request_db(r, STMT_PING, on_ping_done);
+    if (pool_query(&this_loop->pool, &db->query) != POOL_ADMITTED)
         respond_error(r, 503, "database unreachable");
     return 0;
 }

@@ -466,7 +466,7 @@ void pool_configure(pool_t *pool, const pool_settings_t *settings, const pgconn_
     pool->per_conn = settings->depth > 0 ? (unsigned)settings->depth : 1;
     assert(settings->depth <= POOL_DEPTH_MAX);
     pool->backoff_ms = 50;
-    assert(nstatements <= sizeof(pool->stats.query) / sizeof(pool->stats.query[0]));
+    assert(nstatements <= POOL_STATEMENTS_MAX);
 
     list_init(&pool->connecting);
     list_init(&pool->idle);

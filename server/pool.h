@@ -47,6 +47,9 @@ typedef struct pool_query pool_query_t;
 /* Most queries in flight on one connection (--pipeline's upper bound). */
 #define POOL_DEPTH_MAX 256
 
+/* Most statements a pool's table may hold (each has a histogram in pool_stats_t). */
+#define POOL_STATEMENTS_MAX 8
+
 /* Called exactly once per accepted query. On success `res` is the command's
  * result, which may itself be an error result (PQresultStatus), though never
  * SQLSTATE 57014: a cancelled statement arrives as POOL_ERR_QUERY_TIMEOUT or
@@ -100,7 +103,7 @@ typedef struct pool_stats {
     uint64_t acquire_timeouts;
     uint64_t query_timeouts; /* statement_timeout and the backstop; not a user's cancel */
     histogram_t acquire;     /* seconds from enqueue to connection handed over */
-    histogram_t query[8];    /* seconds from send to result, per statement */
+    histogram_t query[POOL_STATEMENTS_MAX]; /* seconds from send to result, per statement */
 } pool_stats_t;
 
 /* What one pool is configured with: computed once at start-up from the

@@ -162,7 +162,7 @@ static void pool_metrics(out_t *o)
     size_t connections = 0, idle = 0, waiting = 0, in_flight = 0;
     uint64_t errors = 0, opened = 0, rejected = 0, acquire_timeouts = 0, query_timeouts = 0;
     int max = 0;
-    histogram_t acquire, query[8];
+    histogram_t acquire, query[POOL_STATEMENTS_MAX];
 
     histogram_init(&acquire, stats_fine_bounds, stats_fine_nbounds);
     for (size_t i = 0; i < STMT_NUM_LABELLED; i++)

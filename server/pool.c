@@ -197,7 +197,7 @@ static void fail_all_waiting(pool_t *pool, enum pool_error err)
 static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *reason);
 
 /* Sends q on conn, which must have room. Returns 0, or -1 when the connection
- * broke and was discarded (q got its callback). */
+ * broke: on_pg_failed discarded it then, and q got its callback. */
 static int conn_send(pool_conn_t *conn, pool_query_t *q)
 {
     pool_t *pool = conn->pool;
@@ -216,12 +216,8 @@ static int conn_send(pool_conn_t *conn, pool_query_t *q)
     q->state = POOL_QUERY_RUNNING;
     q->conn = conn;
     int prepared = pool->settings.prepared;
-    if (pgconn_send(conn->pg, prepared ? st->name : st->sql, prepared, st->nparams, q->params) !=
-        0) {
-        STAT_ADD(pool->stats.connection_errors, 1);
-        conn_discard(conn, POOL_ERR_UNAVAILABLE, pgconn_error(conn->pg));
-        return -1;
-    }
+    if (pgconn_send(conn->pg, prepared ? st->name : st->sql, prepared, st->nparams, q->params) != 0)
+        return -1; /* conn is gone */
     if (conn->count == 1 && pool->has_query_timeout)
         timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
     return 0;

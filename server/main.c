@@ -1,12 +1,20 @@
 /*
- * main.c - start-up order, threads, signals, the run loop and shutdown.
+ * main.c - the settings handed out, start-up order, threads, signals, the run
+ * loop and shutdown.
  *
- * Order: settings, then every loop's memory (loops_init) and pool slice (which
- * checks DB_URL), then the descriptor limit and MAX_CONNECTIONS derived from it,
- * then h2o configuration and the listening sockets, then one
- * thread per extra loop,
- * then loop 0 on this thread with the lag probe, the metrics port and the
- * signals, then one line saying where we listen.
+ * The settings are read once (config_load, const from then on) and only here
+ * turned into what each module is given: pool_settings_t per loop, the
+ * request_settings_t of the handlers, the connection parameters (pgparams),
+ * every loop's share of POOL_MAX and MAX_CONNECTIONS (loop_share, in
+ * configure_loops). Below main, only http.c reads the configuration, as an
+ * argument (h2o's set-up, TLS, the listening addresses).
+ *
+ * Order: settings, then every loop's memory (loops_init), the connection
+ * parameters (which check DB_URL and resolve its hosts), the descriptor limit
+ * and MAX_CONNECTIONS derived from it, each loop's pool and budget, then h2o
+ * configuration and the listening sockets, then one thread per extra loop,
+ * then loop 0 on this thread with the metrics port and the signals, then one
+ * line saying where we listen.
  *
  * SIGTERM or SIGINT: every loop stops accepting, lets its in-flight requests
  * (and their queued queries) finish for up to SHUTDOWN_TIMEOUT_MS, closes its

@@ -1,9 +1,10 @@
 /*
  * request.h - one request's context: everything notesd keeps about a request.
  *
- * Owns notesd_req_t: the route, the timings (start, database time), the status
- * recorded when the request ends, and a union of what the route's handler
- * needs while it waits (a database query, a delay). It is allocated once per
+ * Owns notesd_req_t: the route, the port's settings, the timings (start,
+ * database time), the status recorded when the request ends, a timer on the
+ * loop's timer service, and a union of what the route's handler needs while it
+ * waits (a database query, a delay). It is allocated once per
  * request, as a shared allocation in req->pool whose dispose callback runs
  * when h2o disposes of the request (after the last byte was written, or when
  * the client went away): it calls the handler's clean-up, then records the

@@ -11,9 +11,10 @@ checks the ones that name something:
   - an identifier (request_begin, LISTENER_FULL, pool_conn_t), or several
     joined by -> or . (pool->waiting, stats.open_connections), possibly with
     a call's parentheses (ROUTES(X), stats_now_ns()), must occur as a whole
-    word in server/'s C files or in tests/ (a CTest name, a test's tool), or
-    be defined by the tour's own example code, so a renamed or removed
-    function fails here;
+    word in server/'s C files, in tests/ (a CTest name, a test's tool), in
+    the installed headers of h2o and libpq (a library function the tour
+    names), or be defined by the tour's own example code, so a renamed or
+    removed function fails here;
   - a name placed in a file, as in "`on_accept` (listen.c)" or "`resolve_hosts`
     in pgparams.c", must occur in that file, so a function that moved to
     another file fails too.
@@ -75,6 +76,20 @@ def test_words(tests):
     return words
 
 
+def library_words():
+    """The identifiers the installed headers of h2o and libpq declare."""
+    words = set()
+    paths = ["/usr/include/h2o.h", "/usr/include/postgresql/libpq-fe.h"]
+    for top in ("/usr/include/h2o",):
+        for d, _, files in os.walk(top):
+            paths += [os.path.join(d, f) for f in files if f.endswith(".h")]
+    for path in paths:
+        if os.path.isfile(path):
+            with open(path, errors="replace") as f:
+                words.update(re.findall(IDENT, f.read()))
+    return words
+
+
 def example_words(text):
     """The identifiers of the tour's fenced examples: the route it adds is its own."""
     words = set()
@@ -91,7 +106,7 @@ def check(readme, root, tests=HERE):
     with open(readme) as f:
         text = f.read()
     in_server = server_words(root)
-    words = in_server | test_words(tests) | example_words(text)
+    words = in_server | test_words(tests) | library_words() | example_words(text)
     bases = (root, REPO, tests, os.path.join(tests, "integration"))
     problems, checked = [], 0
     for number, span in spans(text):
@@ -109,7 +124,7 @@ def check(readme, root, tests=HERE):
                                         f"but {ident} occurs in {root}")
                 elif ident not in words:
                     problems.append(f"{readme}:{number}: `{span}`: {ident} occurs nowhere "
-                                    f"in {root}'s C files or in tests/")
+                                    f"in {root}'s C files, tests/ or h2o's and libpq's headers")
     for number, line in enumerate(text.splitlines(), 1):
         for name, filename in PLACED.findall(line):
             checked += 1

@@ -11,7 +11,8 @@
 #include "config.h"
 #include "log.h"
 
-notesd_config_t config;
+/* Written by config_load only; everyone else gets a const pointer. */
+static notesd_config_t loaded;
 
 /* OPT_PORT_OR_AUTO: an integer port where 0 means "no such listener" (the
  * metrics and TLS ports), so a free port the kernel picks is spelled "auto". */
@@ -100,7 +101,7 @@ static void die_usage(const char *fmt, const char *a, const char *b)
 /* Stores `value` into the field of `row`; `source` names where it came from. */
 static void set_option(const struct option_row *row, const char *value, const char *source)
 {
-    char *field = (char *)&config + row->offset;
+    char *field = (char *)&loaded + row->offset;
 
     switch (row->type) {
     case OPT_STRING:
@@ -161,9 +162,9 @@ void config_print_help(FILE *out)
     fprintf(out, "  %-32s %-24s %s\n", "--help", "", "print this help and exit");
 }
 
-void config_load(int argc, char **argv)
+const notesd_config_t *config_load(int argc, char **argv)
 {
-    memset(&config, 0, sizeof(config));
+    memset(&loaded, 0, sizeof(loaded));
     for (size_t i = 0; i < NUM_OPTIONS; i++) {
         if (options[i].def != NULL)
             set_option(&options[i], options[i].def, "default");
@@ -198,9 +199,10 @@ void config_load(int argc, char **argv)
             value = argv[++a];
         } else {
             die_usage("option '%s' needs a value%s", arg, "");
-            return;
+            return NULL;
         }
         set_option(row, value, arg);
     }
-    log_level_current = (enum log_level)config.log_level;
+    log_level_current = (enum log_level)loaded.log_level;
+    return &loaded;
 }

@@ -4,7 +4,9 @@
  * Every setting has one row in config.c's table: flag, environment variable,
  * type, default and help. The environment is read first and flags override it,
  * as the reference Express app takes its settings from the environment.
- * After config_load returns, the struct is read-only.
+ * config_load hands the settings out as const, and there is no global to
+ * write: main reads them and passes each module what it needs (pool_settings_t,
+ * request_settings_t, the loops' shares), so nothing below reads them itself.
  */
 #ifndef NOTESD_CONFIG_H
 #define NOTESD_CONFIG_H
@@ -46,12 +48,11 @@ typedef struct notesd_config {
  * same for the API). */
 #define CONFIG_PORT_AUTO (-1)
 
-extern notesd_config_t config;
-
-/* Fills `config` from defaults, then the environment, then argv. On a bad value
- * or unknown flag it prints one line to stderr and exits with status 2; for
+/* Reads the settings from defaults, then the environment, then argv, and
+ * returns them: one copy for the process's life, read-only. On a bad value or
+ * unknown flag it prints one line to stderr and exits with status 2; for
  * --help it prints the option table and exits 0. */
-void config_load(int argc, char **argv);
+const notesd_config_t *config_load(int argc, char **argv);
 
 /* Prints the option table (also used by tests to compare with docs/configuration.md). */
 void config_print_help(FILE *out);

@@ -1,228 +1,45 @@
 /*
- * http.c - h2o set-up: hosts, route dispatch, listeners, TLS and h2c, one context per loop
- * (see http.h).
+ * http.c - h2o set-up: the shared configuration and its two hosts, TLS and h2c,
+ * the listening sockets, one context per loop (see http.h).
  */
-#include <arpa/inet.h>
-#include <assert.h>
-#include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdio.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include "config.h"
+#include "dispatch.h"
 #include "http.h"
-#include "log.h"
-#include "respond.h"
-#include "routes.h"
-#include "validate.h"
 
-/* The one h2o handler of a port: every row of the port, in table order. h2o
- * itself routes nothing: each port registers the path "/" alone, so every
- * request reaches on_req, which matches the rows the way Express's router
- * does (see row_matches). */
-typedef struct dispatch {
-    h2o_handler_t super;
-    enum route_port port; /* measured on the API port only */
-    const route_t *rows[ROUTE__COUNT];
-    size_t base_len[ROUTE__COUNT]; /* per row: the length of its base (see base_len) */
-    size_t nrows;
-    char allow[ROUTE__COUNT][32]; /* per row: its methods, for 405's Allow header */
-} dispatch_t;
-
-/* The base of a row's template: up to "/:" ("/notes/:id" -> "/notes"). */
-static size_t base_len(const route_t *row)
-{
-    const char *param = strstr(row->label, "/:");
-    return param != NULL ? (size_t)(param - row->label) : strlen(row->label);
-}
-
-/* 1 if `path` is the row's, whose base is `len` bytes long; sets *param for
- * MATCH_PARAM and MATCH_PREFIX. As Express's router matches (caseSensitive and
- * strict both off): the template's letters match in any case, one trailing
- * slash is ignored, and the path is the one the client sent, percent-escapes
- * and dot segments included, so "/notes/./3" is not "/notes/3" (h2o's
- * path_normalized would say it is). */
-static int row_matches(const route_t *row, size_t len, h2o_iovec_t path, h2o_iovec_t *param)
-{
-    if (path.len < len || !h2o_lcstris(path.base, len, row->label, len))
-        return 0;
-    switch (row->match) {
-    case MATCH_EXACT: /* for "/" that is "//", as in Express */
-        return path.len == len || (path.len == len + 1 && path.base[len] == '/');
-    case MATCH_PARAM: {
-        size_t end = path.len;
-        if (end > len + 1 && path.base[end - 1] == '/')
-            end--;
-        if (end <= len + 1 || path.base[len] != '/' ||
-            memchr(path.base + len + 1, '/', end - len - 1) != NULL)
-            return 0;
-        *param = h2o_iovec_init(path.base + len + 1, end - len - 1);
-        return 1;
-    }
-    case MATCH_PREFIX:
-        if (path.len > len && path.base[len] != '/')
-            return 0;
-        *param = path.len > len ? h2o_iovec_init(path.base + len + 1, path.len - len - 1)
-                                : h2o_iovec_init(path.base + len, 0);
-        return 1;
-    case MATCH_NONE:
-        break;
-    }
-    return 0;
-}
-
-/* The path to route by: the request target without its query, and in
- * origin form. A target in absolute form ("GET http://host/status", which a
- * server must accept, RFC 9112 section 3.2.2) is routed by its path; h2o 2.2.5
- * would look for a path "/http://host/status". */
-static h2o_iovec_t route_path(h2o_req_t *req)
-{
-    h2o_iovec_t path =
-        h2o_iovec_init(req->path.base, req->query_at != SIZE_MAX ? req->query_at : req->path.len);
-    if (path.len > 0 && path.base[0] == '/')
-        return path;
-    size_t at = validate_origin_form(path.base, path.len);
-    if (at == SIZE_MAX)
-        return path; /* no row matches it: 404 */
-    if (at == path.len)
-        return h2o_iovec_init(H2O_STRLIT("/"));
-    return h2o_iovec_init(path.base + at, path.len - at);
-}
-
-/* h2o 2.2.5 reads the body by the first Content-Length and ignores any other
- * (and lets Transfer-Encoding win over it); a request whose framing is
- * ambiguous must be refused instead, as Node's parser refuses it, and its connection closed, since
- * what follows the body cannot be told apart from the next request. The fields are not kept in
- * req->headers, so the check reads the head itself, which stays at the start of the connection's
- * input buffer until the response is sent. Only requests that have a body can have the problem. */
-static int framing_is_ambiguous(h2o_req_t *req, const char **err)
-{
-    if (req->entity.base == NULL || req->version >= 0x200)
-        return 0;
-    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
-    if (sock == NULL || sock->input == NULL)
-        return 0;
-    return validate_framing(sock->input->bytes, sock->input->size, err) != 0;
-}
-
-static route_handler_t handler_for(const route_t *row, h2o_req_t *req)
-{
-    route_handler_t h = NULL;
-    if (req_is_get(req))
-        h = row->get;
-    else if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST")))
-        h = row->post;
-    else if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("PUT")))
-        h = row->put;
-    return h != NULL ? h : row->any;
-}
-
-/* Every request starts here: find the row, create the request's context (the
- * one allocation of request state), check the framing and the method, call
- * the handler. */
-static int on_req(h2o_handler_t *self, h2o_req_t *req)
-{
-    dispatch_t *d = (dispatch_t *)self;
-    h2o_iovec_t path = route_path(req), param = {NULL, 0};
-    const char *err;
-    size_t i = 0;
-
-    while (i < d->nrows && !row_matches(d->rows[i], d->base_len[i], path, &param))
-        i++;
-    const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
-    notesd_req_t *r =
-        request_begin(req, (uint8_t)row->id, d->port == PORT_API ? &this_loop->stats : NULL);
-    /* Express decodes a route's :param ("/notes/%31" is note 1); no copy when
-     * there is nothing to decode. */
-    if (row->match == MATCH_PARAM && memchr(param.base, '%', param.len) != NULL) {
-        char *decoded = h2o_mem_alloc_pool(&req->pool, param.len);
-        param = h2o_iovec_init(decoded, validate_decode_path(param.base, param.len, decoded));
-    }
-    r->param = param;
-    if (framing_is_ambiguous(req, &err)) {
-        req->http1_is_persistent = 0; /* Connection: close */
-        respond_error(r, 400, err);
-        return 0;
-    }
-    if (row->match == MATCH_NONE) {
-        respond_error(r, 404, "not found");
-        return 0;
-    }
-    route_handler_t handler = handler_for(row, req);
-    if (handler == NULL) {
-        respond_method_not_allowed(r, d->allow[i]);
-        return 0;
-    }
-    return handler(r);
-}
-
-/* "GET, HEAD", then ", POST" and ", PUT" where the row has them. */
-static void format_allow(const route_t *row, char *out, size_t len)
-{
-    snprintf(out, len, "%s%s%s", row->get != NULL ? "GET, HEAD" : "",
-             row->post != NULL ? (row->get != NULL ? ", POST" : "POST") : "",
-             row->put != NULL ? (row->get != NULL || row->post != NULL ? ", PUT" : "PUT") : "");
-}
-
-/* Registers the port's rows behind one dispatcher on the path "/", so that a
- * path no row matches gets notesd's JSON 404 on both ports, not h2o's text
- * one. Set-up hooks run after the dispatcher was created, so what they add to
- * the path (h2o's file handler) comes after it. */
-static void register_port(h2o_hostconf_t *host, enum route_port port)
-{
-    h2o_pathconf_t *pathconf = h2o_config_register_path(host, "/", 0);
-    dispatch_t *d = (dispatch_t *)h2o_create_handler(pathconf, sizeof(*d));
-    d->super.on_req = on_req;
-    d->port = port;
-    for (size_t i = 0; i < ROUTE__COUNT; i++) {
-        const route_t *row = &routes[i];
-        if (row->port != port || row->match == MATCH_NONE)
-            continue;
-        format_allow(row, d->allow[d->nrows], sizeof(d->allow[0]));
-        d->base_len[d->nrows] = base_len(row);
-        d->rows[d->nrows++] = row;
-    }
-    for (size_t i = 0; i < d->nrows; i++)
-        if (d->rows[i]->setup != NULL)
-            d->rows[i]->setup(pathconf);
-}
-
-void http_configure(void)
+void http_configure(const notesd_config_t *cfg, const request_settings_t *settings)
 {
     h2o_config_init(&server.conf);
     /* Express sends no Server header; neither do we (len 0 omits it). */
     server.conf.server_name = h2o_iovec_init(H2O_STRLIT(""));
     /* Bodies up to max_body_bytes are ours to judge (413 with a JSON reason);
      * h2o itself refuses only far larger ones, before buffering them. */
-    server.conf.max_request_entity_size = (size_t)config.max_body_bytes * 16;
+    server.conf.max_request_entity_size = (size_t)cfg->max_body_bytes * 16;
     /* The seed's clients speak HTTP/1.1: no h2c unless asked for. With it, h2o
      * takes both ways in: a connection that opens with HTTP/2's preface (prior
      * knowledge) and an HTTP/1.1 request with Upgrade: h2c. One setting of the
      * shared configuration, so the metrics port speaks h2c too. */
-    server.conf.http1.upgrade_to_http2 = config.h2c;
+    server.conf.http1.upgrade_to_http2 = cfg->h2c;
     /* h2o 2.2.5's only HTTP/1 timeout: receiving a request, and idling between
      * requests; the same figure for HTTP/2's idle connections and TLS handshakes. */
-    server.conf.http1.req_timeout = (uint64_t)config.client_timeout_ms;
-    server.conf.http2.idle_timeout = (uint64_t)config.client_timeout_ms;
-    server.conf.handshake_timeout = (uint64_t)config.client_timeout_ms;
+    server.conf.http1.req_timeout = (uint64_t)cfg->client_timeout_ms;
+    server.conf.http2.idle_timeout = (uint64_t)cfg->client_timeout_ms;
+    server.conf.handshake_timeout = (uint64_t)cfg->client_timeout_ms;
 
     server.api_hosts[0] =
         h2o_config_register_host(&server.conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-    register_port(server.api_hosts[0], PORT_API);
+    dispatch_register(server.api_hosts[0], PORT_API, settings);
     server.metrics_hosts[0] =
         h2o_config_register_host(&server.conf, h2o_iovec_init(H2O_STRLIT("metrics")), 65535);
-    register_port(server.metrics_hosts[0], PORT_METRICS);
+    dispatch_register(server.metrics_hosts[0], PORT_METRICS, settings);
 }
 
-int http_tls_configure(char *err, size_t len)
+int http_tls_configure(const notesd_config_t *cfg, char *err, size_t len)
 {
-    if (config.tls_port == 0)
+    if (cfg->tls_port == 0)
         return 0;
-    if (config.tls_cert == NULL || config.tls_key == NULL) {
+    if (cfg->tls_cert == NULL || cfg->tls_key == NULL) {
         snprintf(err, len, "TLS_PORT needs TLS_CERT and TLS_KEY (see --help)");
         return -1;
     }
@@ -230,12 +47,12 @@ int http_tls_configure(char *err, size_t len)
     const char *what = NULL, *path = NULL;
     if (ctx == NULL)
         what = "cannot create a TLS context", path = "";
-    else if (SSL_CTX_use_certificate_chain_file(ctx, config.tls_cert) != 1)
-        what = "TLS_CERT: cannot load the certificate", path = config.tls_cert;
-    else if (SSL_CTX_use_PrivateKey_file(ctx, config.tls_key, SSL_FILETYPE_PEM) != 1)
-        what = "TLS_KEY: cannot load the private key", path = config.tls_key;
+    else if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert) != 1)
+        what = "TLS_CERT: cannot load the certificate", path = cfg->tls_cert;
+    else if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key, SSL_FILETYPE_PEM) != 1)
+        what = "TLS_KEY: cannot load the private key", path = cfg->tls_key;
     else if (SSL_CTX_check_private_key(ctx) != 1)
-        what = "TLS_KEY: the key does not match the certificate", path = config.tls_key;
+        what = "TLS_KEY: the key does not match the certificate", path = cfg->tls_key;
     if (what != NULL) {
         char reason[256];
         ERR_error_string_n(ERR_peek_last_error(), reason, sizeof(reason));
@@ -252,207 +69,36 @@ int http_tls_configure(char *err, size_t len)
     return 0;
 }
 
-/* ---- admission: listeners and their connection limits ------------------------------------ */
-
-static void on_accept(h2o_socket_t *listener, const char *err);
-
-/* Every state change of a listener goes through here: only an ACCEPTING
- * listener is watched, so a full or starved one costs the loop nothing. */
-static void listener_set_state(listener_t *l, enum listener_state state)
-{
-    assert(l->state != LISTENER_CLOSED);
-    if (state == LISTENER_ACCEPTING && l->state != LISTENER_ACCEPTING)
-        h2o_socket_read_start(l->sock, on_accept);
-    else if (state != LISTENER_ACCEPTING && l->state == LISTENER_ACCEPTING)
-        h2o_socket_read_stop(l->sock);
-    if (state == LISTENER_CLOSED) {
-        h2o_timeout_unlink(&l->backoff_entry);
-        h2o_socket_close(l->sock);
-        l->sock = NULL;
-    }
-    l->state = state;
-}
-
-/* Moves every listener of the loop that draws on `budget` from `from` to `to`:
- * the API and TLS listeners share one, so both stop when it is spent and both
- * start again when a place frees up. */
-static void budget_move(notesd_loop_t *loop, conn_budget_t *budget, enum listener_state from,
-                        enum listener_state to)
-{
-    listener_t *all[] = {&loop->api, &loop->tls, &loop->metrics};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-        if (all[i]->budget == budget && all[i]->state == from) {
-            if (to == LISTENER_FULL)
-                STAT_ADD(loop->stats.accept_paused_full, 1);
-            listener_set_state(all[i], to);
-        }
-}
-
-static void on_connection_closed(void *data)
-{
-    listener_t *l = data;
-    STAT_SUB(this_loop->stats.open_connections, 1);
-    l->budget->open--;
-    /* One place is free again: take the next clients from the backlog. */
-    budget_move(this_loop, l->budget, LISTENER_FULL, LISTENER_ACCEPTING);
-}
-
-static void on_backoff_end(h2o_timeout_entry_t *entry)
-{
-    listener_t *l = H2O_STRUCT_FROM_MEMBER(listener_t, backoff_entry, entry);
-    if (l->state != LISTENER_BACKOFF)
-        return;
-    if (l->budget->open < l->budget->max) {
-        listener_set_state(l, LISTENER_ACCEPTING);
-    } else {
-        STAT_ADD(this_loop->stats.accept_paused_full, 1);
-        listener_set_state(l, LISTENER_FULL);
-    }
-}
-
-static void on_accept(h2o_socket_t *listener, const char *err)
-{
-    listener_t *l = listener->data;
-    conn_budget_t *budget = l->budget;
-    h2o_socket_t *sock;
-
-    if (err != NULL)
-        return;
-    /* Accept everything that is waiting, so a burst costs one wake-up, up to the limit. */
-    while (budget->open < budget->max) {
-        if ((sock = h2o_evloop_socket_accept(listener)) == NULL) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                /* The listener stays readable, and epoll is level-triggered: retrying
-                 * now would spin. The clients wait in the backlog meanwhile. */
-                STAT_ADD(this_loop->stats.accept_paused_fds, 1);
-                if (!l->starved) /* once per episode, not every 100 ms */
-                    log_warn("accept: %s; pausing 100 ms at a time until one is free (%zu "
-                             "connections open)",
-                             strerror(errno), budget->open);
-                l->starved = 1;
-                listener_set_state(l, LISTENER_BACKOFF);
-                h2o_timeout_link(this_loop->ctx.loop, &this_loop->accept_backoff,
-                                 &l->backoff_entry);
-            }
-            return; /* EAGAIN: nothing more waiting */
-        }
-        budget->open++;
-        l->starved = 0;
-        STAT_ADD(this_loop->stats.open_connections, 1);
-        if (l != &this_loop->metrics)
-            STAT_ADD(this_loop->stats.accepted, 1);
-        sock->on_close.cb = on_connection_closed;
-        sock->on_close.data = l;
-        h2o_accept(&l->accept, sock);
-    }
-    budget_move(this_loop, budget, LISTENER_ACCEPTING, LISTENER_FULL);
-}
-
-/* Binds and listens; with `reuseport`, several loops can each have a socket on
- * the same port and the kernel spreads new connections among them. Port 0
- * takes a free port; *bound gets the port bound. */
-static int bind_listen(const char *host, int port, int reuseport, int *bound)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV},
-                    *res;
-    struct sockaddr_storage addr;
-    socklen_t addrlen = sizeof(addr);
-    char portstr[16];
-    int fd, on = 1, rc;
-
-    snprintf(portstr, sizeof(portstr), "%d", port);
-    if ((rc = getaddrinfo(host, portstr, &hints, &res)) != 0) {
-        log_error("cannot listen on %s:%d: %s (an IP address is expected)", host, port,
-                  gai_strerror(rc));
-        return -1;
-    }
-    if ((fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
-        (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) != 0) ||
-        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, H2O_SOMAXCONN) != 0 ||
-        getsockname(fd, (struct sockaddr *)&addr, &addrlen) != 0) {
-        log_error("cannot listen on %s:%d: %s", host, port, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(res);
-        return -1;
-    }
-    freeaddrinfo(res);
-    *bound = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
-                                              : ((struct sockaddr_in *)&addr)->sin_port);
-    return fd;
-}
-
-int http_open_listeners(void)
+int http_open_listeners(const notesd_config_t *cfg)
 {
     int reuseport = server.nloops > 1;
     /* With PORT=0 (or TLS_PORT=auto) the first socket takes a free port and
      * the other loops' sockets join it. */
-    server.api_port = config.port;
-    server.tls_port = config.tls_port == CONFIG_PORT_AUTO ? 0 : config.tls_port;
+    server.api_port = cfg->port;
+    server.tls_port = cfg->tls_port == CONFIG_PORT_AUTO ? 0 : cfg->tls_port;
     for (int i = 0; i < server.nloops; i++) {
         notesd_loop_t *loop = &server.loops[i];
-        if ((loop->api.fd =
-                 bind_listen(config.host, server.api_port, reuseport, &server.api_port)) < 0)
-            return -1;
-        if (server.ssl_ctx != NULL && (loop->tls.fd = bind_listen(config.host, server.tls_port,
-                                                                  reuseport, &server.tls_port)) < 0)
-            return -1;
-        /* MAX_CONNECTIONS is shared out like POOL_MAX; the first loops take the
-         * remainder. A loop's API and TLS listeners draw on the same share. */
-        loop->api_budget.max = (size_t)(config.max_connections / server.nloops +
-                                        (i < config.max_connections % server.nloops));
-        loop->api.budget = loop->tls.budget = &loop->api_budget;
-        loop->metrics.budget = &loop->metrics_budget;
-    }
-    server.metrics_port = 0;
-    if (config.metrics_port != 0) {
-        notesd_loop_t *loop = &server.loops[0];
-        int port = config.metrics_port == CONFIG_PORT_AUTO ? 0 : config.metrics_port;
-        if ((loop->metrics.fd = bind_listen(config.metrics_host, port, 0, &server.metrics_port)) <
+        listeners_t *set = &loop->listen;
+        if ((set->api.fd = listen_bind(cfg->host, server.api_port, reuseport, &server.api_port)) <
             0)
             return -1;
-        loop->metrics_budget.max = HTTP_METRICS_MAX_CONNECTIONS;
+        if (server.ssl_ctx != NULL && (set->tls.fd = listen_bind(cfg->host, server.tls_port,
+                                                                 reuseport, &server.tls_port)) < 0)
+            return -1;
+    }
+    server.metrics_port = 0;
+    if (cfg->metrics_port != 0) {
+        int port = cfg->metrics_port == CONFIG_PORT_AUTO ? 0 : cfg->metrics_port;
+        if ((server.loops[0].listen.metrics.fd =
+                 listen_bind(cfg->metrics_host, port, 0, &server.metrics_port)) < 0)
+            return -1;
     }
     return 0;
-}
-
-static void watch_listener(notesd_loop_t *loop, listener_t *l, h2o_hostconf_t **hosts,
-                           SSL_CTX *ssl_ctx)
-{
-    if (l->fd < 0)
-        return;
-    l->accept.ctx = &loop->ctx;
-    l->accept.hosts = hosts;
-    l->accept.ssl_ctx = ssl_ctx; /* h2o does the handshake, then ALPN picks the protocol */
-    l->backoff_entry.cb = on_backoff_end;
-    l->sock = h2o_evloop_socket_create(loop->ctx.loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
-    l->sock->data = l;
-    l->state = LISTENER_FULL; /* watched from the next line on */
-    listener_set_state(l, LISTENER_ACCEPTING);
 }
 
 void http_start_loop(notesd_loop_t *loop)
 {
     this_loop = loop;
     h2o_context_init(&loop->ctx, h2o_evloop_create(), &server.conf);
-    h2o_timeout_init(loop->ctx.loop, &loop->accept_backoff, 100);
-    watch_listener(loop, &loop->api, server.api_hosts, NULL);
-    watch_listener(loop, &loop->tls, server.api_hosts, server.ssl_ctx);
-    watch_listener(loop, &loop->metrics, server.metrics_hosts, NULL);
-}
-
-void http_stop_accepting(notesd_loop_t *loop)
-{
-    listener_t *all[] = {&loop->api, &loop->tls, &loop->metrics};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-        if (all[i]->state != LISTENER_CLOSED)
-            listener_set_state(all[i], LISTENER_CLOSED);
-}
-
-void http_dispose_loop(notesd_loop_t *loop)
-{
-    h2o_timeout_dispose(loop->ctx.loop, &loop->accept_backoff);
+    listen_start(&loop->listen, &loop->ctx, server.api_hosts, server.metrics_hosts, server.ssl_ctx);
 }

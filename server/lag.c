@@ -1,35 +1,23 @@
 /*
  * lag.c - the event-loop lag probe (see lag.h).
  *
- * The timer is a timerfd (CLOCK_MONOTONIC, nanoseconds) watched by the loop,
- * re-armed for `interval` after each tick as setInterval re-arms. An h2o
- * timeout would do too, but it fires against the loop's cached millisecond
- * clock, which adds up to 1 ms of lateness that is not the loop's.
+ * The tick is an entry of the loop's timer service (CLOCK_MONOTONIC,
+ * nanoseconds), linked again `interval` after each tick as setInterval
+ * re-arms. An h2o timeout would do too, but it fires against the loop's cached
+ * millisecond clock, which adds up to 1 ms of lateness that is not the loop's.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/timerfd.h>
-#include <unistd.h>
 #include "lag.h"
 
-static void arm(lag_probe_t *probe)
+static void on_tick(timer_entry_t *entry)
 {
-    struct itimerspec its = {
-        {0, 0},
-        {(time_t)(probe->interval_ns / 1000000000u), (long)(probe->interval_ns % 1000000000u)}};
-    timerfd_settime(h2o_socket_get_fd(probe->sock), 0, &its, NULL);
-}
-
-static void on_tick(h2o_socket_t *sock, const char *err)
-{
-    lag_probe_t *probe = sock->data;
-    uint64_t expirations, now = stats_now_ns();
+    lag_probe_t *probe = H2O_STRUCT_FROM_MEMBER(lag_probe_t, tick, entry);
+    uint64_t now = stats_now_ns(); /* not the batch's: callbacks before this one make it late */
     uint64_t due = probe->last_ns + probe->interval_ns;
     double late = now > due ? (double)(now - due) / 1e9 : 0;
 
-    if (read(h2o_socket_get_fd(sock), &expirations, sizeof(expirations)) != sizeof(expirations))
-        return; /* not due yet (a spurious wake-up) */
     probe->last_ns = now;
     histogram_observe(&probe->histogram, late);
     pthread_mutex_lock(&probe->lock);
@@ -38,8 +26,8 @@ static void on_tick(h2o_socket_t *sock, const char *err)
     if (probe->window_len < LAG_WINDOW_MAX)
         probe->window_len++;
     pthread_mutex_unlock(&probe->lock);
-    /* Re-armed from here, like setInterval: the next period starts now. */
-    arm(probe);
+    /* Linked again from here, like setInterval: the next period starts now. */
+    timers_link(probe->timers, &probe->tick, now + probe->interval_ns);
 }
 
 void lag_init(lag_probe_t *probe, int interval_ms)
@@ -50,25 +38,17 @@ void lag_init(lag_probe_t *probe, int interval_ms)
     probe->interval_ns = (uint64_t)interval_ms * 1000000;
 }
 
-void lag_start(lag_probe_t *probe, h2o_loop_t *loop)
+void lag_start(lag_probe_t *probe, timers_t *timers)
 {
-    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (fd < 0) {
-        perror("notesd: timerfd_create");
-        exit(1);
-    }
-    probe->sock = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-    probe->sock->data = probe;
-    h2o_socket_read_start(probe->sock, on_tick);
+    probe->timers = timers;
+    probe->tick.cb = on_tick;
     probe->last_ns = stats_now_ns();
-    arm(probe);
+    timers_link(timers, &probe->tick, probe->last_ns + probe->interval_ns);
 }
 
 void lag_stop(lag_probe_t *probe)
 {
-    h2o_socket_read_stop(probe->sock);
-    h2o_socket_close(probe->sock);
-    probe->sock = NULL;
+    timers_unlink(probe->timers, &probe->tick);
 }
 
 void lag_drain(lag_probe_t *probe, double *samples, size_t *n, size_t cap)

@@ -3,7 +3,8 @@
  *
  * A repeating timer of `interval_ms` on each loop; each tick records how late
  * it fired: max(0, now - last - interval), with CLOCK_MONOTONIC rather than the
- * loop's cached millisecond clock, on a timerfd rather than an h2o timeout.
+ * loop's cached millisecond clock, on the loop's timer service (timers.h)
+ * rather than an h2o timeout.
  * Samples go into a cumulative histogram and into a window that the metrics
  * page drains on each scrape; it merges every loop's probe itself.
  */
@@ -13,6 +14,7 @@
 #include <pthread.h>
 #include <h2o.h>
 #include "stats.h"
+#include "timers.h"
 
 /* Samples one probe keeps between scrapes (about 7 minutes at 100 ms); if
  * scrapes stop for longer, the newest are kept, so memory stays fixed. */
@@ -23,7 +25,8 @@
  * reads it. The window is the one thing two threads change, so it has a mutex;
  * ten ticks a second make that free. */
 typedef struct lag_probe {
-    h2o_socket_t *sock; /* watches the timerfd; NULL until lag_start */
+    timer_entry_t tick; /* the next tick, on the loop's timers from lag_start on */
+    timers_t *timers;   /* the loop's; NULL until lag_start */
     uint64_t last_ns, interval_ns;
     histogram_t histogram;
     pthread_mutex_t lock; /* guards window, window_len, window_next */
@@ -38,8 +41,9 @@ typedef struct lag_window {
 
 /* In main, before the loop's thread exists. */
 void lag_init(lag_probe_t *probe, int interval_ms);
-/* On the loop's own thread, once its event loop exists. */
-void lag_start(lag_probe_t *probe, h2o_loop_t *loop);
+/* On the loop's own thread, once its timers run: the first tick is due one
+ * interval from now. lag_stop takes the next tick back. */
+void lag_start(lag_probe_t *probe, timers_t *timers);
 void lag_stop(lag_probe_t *probe);
 
 /* Moves the probe's window into samples[*n ..] (at most `cap` in all) and

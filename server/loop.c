@@ -16,9 +16,9 @@ void loops_init(int n, int lag_interval_ms)
     for (int i = 0; i < n; i++) {
         notesd_loop_t *loop = &server.loops[i];
         loop->index = i;
-        loop->api.fd = loop->tls.fd = loop->metrics.fd = loop->wakeup_fd = -1;
-        loop->api.state = loop->tls.state = loop->metrics.state = LISTENER_CLOSED;
+        loop->wakeup_fd = -1;
         stats_loop_init(&loop->stats);
+        listen_init(&loop->listen, &loop->stats);
         lag_init(&loop->lag, lag_interval_ms);
     }
 }

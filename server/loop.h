@@ -2,7 +2,7 @@
  * loop.h - the state of each event loop, and the server that holds them.
  *
  * Owns notesd_loop_t: one per thread, each with its h2o context, listeners,
- * slice of the database pool, HTTP counters and lag probe. All of them are
+ * slice of the database pool, HTTP counters, timer service and lag probe. All of them are
  * allocated and initialised by loops_init, in main, before any thread starts,
  * so no thread ever publishes a pointer another one reads. Only a loop's own
  * thread changes its state, except the counters and the lag window, which the
@@ -14,38 +14,12 @@
 #include <pthread.h>
 #include <h2o.h>
 #include "lag.h"
+#include "listen.h"
 #include "pool.h"
 #include "stats.h"
+#include "timers.h"
 
 #define NOTESD_MAX_LOOPS 64
-
-/* How a listening socket stands; http.c is the only writer. */
-enum listener_state {
-    LISTENER_ACCEPTING, /* watched: a new connection is accepted at once */
-    LISTENER_FULL,      /* at its connection limit: not watched until one closes */
-    LISTENER_BACKOFF,   /* accept failed for want of descriptors: not watched for 100 ms */
-    LISTENER_CLOSED,    /* shut down, or never opened */
-};
-
-/* Connections that listeners of one loop may hold open together: a loop's API
- * and TLS listeners share its share of MAX_CONNECTIONS; the metrics listener
- * has a small one of its own, so a full API port never locks Prometheus out. */
-typedef struct conn_budget {
-    size_t open; /* accepted on its listeners and not yet closed */
-    size_t max;  /* its listeners stop being read at this many */
-} conn_budget_t;
-
-/* One listening socket of a loop. New clients that find it FULL or in BACKOFF
- * wait in the kernel's backlog, not in notesd. */
-typedef struct listener {
-    int fd;             /* opened by main (http_open_listeners); -1 = none */
-    h2o_socket_t *sock; /* wraps fd on the loop; closing it closes fd */
-    h2o_accept_ctx_t accept;
-    enum listener_state state;
-    conn_budget_t *budget; /* the connections it may accept, shared with its loop's others */
-    int starved;           /* accept failed for want of descriptors since the last success */
-    h2o_timeout_entry_t backoff_entry; /* ends LISTENER_BACKOFF */
-} listener_t;
 
 enum loop_state {
     LOOP_RUNNING,
@@ -57,13 +31,11 @@ typedef struct notesd_loop {
     int index;
     pthread_t thread;
     h2o_context_t ctx;
-    listener_t api, tls, metrics; /* tls: with TLS_PORT only; metrics: loop 0 only */
-    conn_budget_t api_budget;     /* this loop's share of MAX_CONNECTIONS, for api and tls */
-    conn_budget_t metrics_budget; /* HTTP_METRICS_MAX_CONNECTIONS, for metrics */
-    h2o_timeout_t accept_backoff; /* 100 ms, for listener_t.backoff_entry */
-    pool_t pool;                  /* this loop's slice of POOL_MAX */
-    stats_loop_t stats;           /* HTTP series, in flight, connections */
-    lag_probe_t lag;              /* the event-loop lag probe */
+    listeners_t listen; /* API, TLS and metrics sockets, with their budgets */
+    pool_t pool;        /* this loop's slice of POOL_MAX */
+    stats_loop_t stats; /* HTTP series, in flight, connections */
+    timers_t timers;    /* the loop's timer service: one timerfd */
+    lag_probe_t lag;    /* the event-loop lag probe */
     enum loop_state state;
     int wakeup_fd;        /* an eventfd: "begin shutdown" */
     h2o_socket_t *wakeup; /* watches wakeup_fd */

@@ -1,12 +1,20 @@
 /*
- * main.c - start-up order, threads, signals, the run loop and shutdown.
+ * main.c - the settings handed out, start-up order, threads, signals, the run
+ * loop and shutdown.
  *
- * Order: settings, then every loop's memory (loops_init) and pool slice (which
- * checks DB_URL), then the descriptor limit and MAX_CONNECTIONS derived from it,
- * then h2o configuration and the listening sockets, then one
- * thread per extra loop,
- * then loop 0 on this thread with the lag probe, the metrics port and the
- * signals, then one line saying where we listen.
+ * The settings are read once (config_load, const from then on) and only here
+ * turned into what each module is given: pool_settings_t per loop, the
+ * request_settings_t of the handlers, the connection parameters (pgparams),
+ * every loop's share of POOL_MAX and MAX_CONNECTIONS (loop_share, in
+ * configure_loops). Below main, only http.c reads the configuration, as an
+ * argument (h2o's set-up, TLS, the listening addresses).
+ *
+ * Order: settings, then every loop's memory (loops_init), the connection
+ * parameters (which check DB_URL and resolve its hosts), the descriptor limit
+ * and MAX_CONNECTIONS derived from it, each loop's pool and budget, then h2o
+ * configuration and the listening sockets, then one thread per extra loop,
+ * then loop 0 on this thread with the metrics port and the signals, then one
+ * line saying where we listen.
  *
  * SIGTERM or SIGINT: every loop stops accepting, lets its in-flight requests
  * (and their queued queries) finish for up to SHUTDOWN_TIMEOUT_MS, closes its
@@ -27,15 +35,16 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 #include "config.h"
-#include "delay.h"
 #include "http.h"
 #include "lag.h"
 #include "log.h"
 #include "loop.h"
-#include "routes_fixture.h"
+#include "pgparams.h"
 #include "statements.h"
 
-static h2o_socket_t *signals; /* loop 0 only */
+static const notesd_config_t *cfg; /* config_load's, read-only */
+static pgparams_t pgparams;        /* how every pool's connections open; built once */
+static h2o_socket_t *signals;      /* loop 0 only */
 static int shutdown_requested;
 
 /* The signals that stop the server: blocked in every thread, read by loop 0's signalfd. */
@@ -51,7 +60,7 @@ static sigset_t stop_signals(void)
 /* Prints the database target without its password. */
 static void describe_db(char *out, size_t len)
 {
-    PQconninfoOption *opts = PQconninfoParse(config.db_url, NULL);
+    PQconninfoOption *opts = PQconninfoParse(cfg->db_url, NULL);
     const char *user = "", *host = "", *port = "", *dbname = "";
     for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
         const char *v = o->val != NULL ? o->val : "";
@@ -72,16 +81,17 @@ static void describe_db(char *out, size_t len)
 /* ---- descriptors ------------------------------------------------------------------------- */
 
 /* Descriptors kept back from MAX_CONNECTIONS's default: per loop its API and TLS
- * listeners, epoll, wake-up eventfd, three timerfds (lag, delay, /stall) and
- * h2o's queue pipe (9 counted in /proc with a TLS port; 10 leaves room), and
+ * listeners, epoll, wake-up eventfd, the timer service's timerfd and h2o's
+ * queue pipe (7 counted in /proc with a TLS port; 10 leaves room), and
  * for the process stdio, the signalfd, /proc and static files being sent (16)
  * and the metrics port's connections. The pool's POOL_MAX comes on top. */
 #define FDS_PER_LOOP 10
-#define FDS_PROCESS (16 + HTTP_METRICS_MAX_CONNECTIONS)
+#define FDS_PROCESS (16 + LISTEN_METRICS_MAX_CONNECTIONS)
 
 /* Raises the soft RLIMIT_NOFILE to the hard one (as a server should: the soft
- * default of 1024 is for interactive shells), then derives MAX_CONNECTIONS
- * from it unless it was set. Returns 0, or -1 after printing why. */
+ * default of 1024 is for interactive shells), then returns MAX_CONNECTIONS as
+ * set, or derived from the limit when it was not; at least one per loop.
+ * Returns -1 after printing why when the limit leaves no room. */
 static int admit_by_fd_limit(void)
 {
     struct rlimit rl;
@@ -96,25 +106,61 @@ static int admit_by_fd_limit(void)
             rl.rlim_cur = soft; /* keep what we have */
     }
     long fds = rl.rlim_cur > (rlim_t)INT_MAX ? INT_MAX : (long)rl.rlim_cur;
-    long room = fds - config.pool_max - (long)FDS_PER_LOOP * config.threads - FDS_PROCESS;
-    if (config.max_connections == 0) {
+    long room = fds - cfg->pool_max - (long)FDS_PER_LOOP * cfg->threads - FDS_PROCESS;
+    int max = cfg->max_connections;
+    if (max == 0) {
         if (room < 1) {
             fprintf(stderr,
                     "notesd: RLIMIT_NOFILE (%ld) leaves no descriptor for connections after "
                     "POOL_MAX (%d) and %d per loop; raise it (ulimit -n) or set MAX_CONNECTIONS "
                     "(see --help)\n",
-                    fds, config.pool_max, FDS_PER_LOOP);
+                    fds, cfg->pool_max, FDS_PER_LOOP);
             return -1;
         }
-        config.max_connections = (int)room;
-    } else if (config.max_connections > room) {
+        max = (int)room;
+    } else if (max > room) {
         log_warn("MAX_CONNECTIONS (%d) is more than RLIMIT_NOFILE (%ld) leaves room for (%ld); "
                  "when descriptors run out, accepting pauses for 100 ms at a time",
-                 config.max_connections, fds, room < 0 ? 0 : room);
+                 max, fds, room < 0 ? 0 : room);
     }
-    if (config.max_connections < config.threads)
-        config.max_connections = config.threads; /* each loop takes at least one */
-    return 0;
+    return max < cfg->threads ? cfg->threads : max; /* each loop takes at least one */
+}
+
+/* ---- what each loop gets ------------------------------------------------------------------ */
+
+/* Loop i's share of `total` (POOL_MAX, MAX_CONNECTIONS), the one formula for
+ * both: the first loops take the remainder. */
+static int loop_share(int total, int i)
+{
+    return total / server.nloops + (i < total % server.nloops);
+}
+
+/* The pool settings of loop i: the configuration's, with its share of POOL_MAX.
+ * Only `max` differs from one loop to the next. */
+static pool_settings_t pool_settings_of(int i)
+{
+    return (pool_settings_t){.max = loop_share(cfg->pool_max, i),
+                             .queue_max = cfg->pool_queue_max,
+                             .idle_timeout_ms = cfg->pool_idle_timeout_ms,
+                             .acquire_timeout_ms = cfg->pool_acquire_timeout_ms,
+                             .connect_timeout_ms = cfg->pool_connect_timeout_ms,
+                             .query_timeout_ms = cfg->query_timeout_ms,
+                             .prepared = cfg->prepared,
+                             .depth = cfg->pipeline_depth};
+}
+
+/* Everything each loop gets, in one place: its pool, with its share of
+ * POOL_MAX, and its listeners' share of MAX_CONNECTIONS (a loop's API and TLS
+ * listeners draw on one share; the metrics listener has its own budget). */
+static void configure_loops(int max_connections)
+{
+    for (int i = 0; i < server.nloops; i++) {
+        notesd_loop_t *loop = &server.loops[i];
+        pool_settings_t settings = pool_settings_of(i);
+        pool_configure(&loop->pool, &settings, &pgparams.conn, statements, STMT__COUNT);
+        loop->listen.api_budget.max = (size_t)loop_share(max_connections, i);
+        loop->listen.metrics_budget.max = LISTEN_METRICS_MAX_CONNECTIONS;
+    }
 }
 
 /* ---- one loop's shutdown ----------------------------------------------------------------- */
@@ -127,7 +173,7 @@ static void on_drain_check(h2o_timeout_entry_t *entry)
     if (drained || stats_now_ns() >= loop->drain_deadline_ns) {
         if (!drained)
             log_warn("shutdown: loop %d: %lld request(s) still in flight after %d ms; exiting",
-                     loop->index, (long long)loop->stats.in_flight, config.shutdown_timeout_ms);
+                     loop->index, (long long)loop->stats.in_flight, cfg->shutdown_timeout_ms);
         loop->state = LOOP_STOPPED;
         return;
     }
@@ -138,11 +184,11 @@ static void on_drain_check(h2o_timeout_entry_t *entry)
 static void begin_shutdown(notesd_loop_t *loop)
 {
     loop->state = LOOP_DRAINING;
-    http_stop_accepting(loop);
+    listen_stop(&loop->listen);
     /* The next response on each keep-alive connection says Connection: close. */
     h2o_context_request_shutdown(&loop->ctx);
     pool_shutdown(&loop->pool);
-    loop->drain_deadline_ns = stats_now_ns() + (uint64_t)config.shutdown_timeout_ms * 1000000;
+    loop->drain_deadline_ns = stats_now_ns() + (uint64_t)cfg->shutdown_timeout_ms * 1000000;
     h2o_timeout_link(loop->ctx.loop, &loop->drain_timeout, &loop->drain_entry);
 }
 
@@ -166,7 +212,7 @@ static void on_signal(h2o_socket_t *sock, const char *err)
         }
         shutdown_requested = 1;
         log_info("%s: no new connections; finishing in-flight requests (up to %d ms)", name,
-                 config.shutdown_timeout_ms);
+                 cfg->shutdown_timeout_ms);
         uint64_t one = 1;
         for (int i = 1; i < server.nloops; i++)
             if (write(server.loops[i].wakeup_fd, &one, sizeof(one)) < 0)
@@ -195,10 +241,12 @@ static void start_loop(notesd_loop_t *loop)
 {
     http_start_loop(loop);
     h2o_loop_t *evloop = loop->ctx.loop;
-    pool_start(&loop->pool, evloop);
-    lag_start(&loop->lag, evloop);
-    delay_start(evloop);
-    fixture_start(evloop);
+    if (timers_start(&loop->timers, evloop) != 0) {
+        perror("notesd: timerfd_create");
+        exit(1);
+    }
+    pool_start(&loop->pool, evloop, &loop->timers);
+    lag_start(&loop->lag, &loop->timers);
     h2o_timeout_init(evloop, &loop->drain_timeout, 20);
     loop->drain_entry.cb = on_drain_check;
     loop->wakeup = h2o_evloop_socket_create(evloop, loop->wakeup_fd, H2O_SOCKET_FLAG_DONT_READ);
@@ -221,11 +269,10 @@ static void finish_loop(notesd_loop_t *loop)
     h2o_socket_read_stop(loop->wakeup);
     h2o_socket_close(loop->wakeup);
     lag_stop(&loop->lag);
-    delay_stop();
-    fixture_stop();
     h2o_timeout_dispose(loop->ctx.loop, &loop->drain_timeout);
-    http_dispose_loop(loop);
+    listen_dispose(&loop->listen);
     pool_dispose(&loop->pool);
+    timers_stop(&loop->timers);
 }
 
 static void *worker_main(void *arg)
@@ -241,15 +288,15 @@ int main(int argc, char **argv)
 {
     char err[512], db[256];
 
-    config_load(argc, argv);
-    if (config.db_url == NULL || config.db_url[0] == '\0') {
+    cfg = config_load(argc, argv);
+    if (cfg->db_url == NULL || cfg->db_url[0] == '\0') {
         fprintf(stderr, "notesd: DB_URL is not set (a libpq URI such as "
                         "postgresql://user@127.0.0.1:5432/notes; see --help)\n");
         return 2;
     }
-    if (config.pool_max < config.threads) {
+    if (cfg->pool_max < cfg->threads) {
         fprintf(stderr, "notesd: POOL_MAX (%d) must be at least THREADS (%d) (see --help)\n",
-                config.pool_max, config.threads);
+                cfg->pool_max, cfg->threads);
         return 2;
     }
     /* h2o writes with writev(), which raises SIGPIPE on a peer that went away. */
@@ -258,25 +305,29 @@ int main(int argc, char **argv)
     /* Everything that can be wrong with the settings is found before any listener opens. */
     /* Every loop's memory exists before any thread starts, so no thread
      * publishes a pointer that another one reads. */
-    loops_init(config.threads, config.lag_interval_ms);
-    for (int i = 0; i < server.nloops; i++) {
-        notesd_loop_t *loop = &server.loops[i];
-        if (pool_configure(&loop->pool, config.db_url, statements, STMT__COUNT, err, sizeof(err)) !=
-            0) {
-            fprintf(stderr, "notesd: %s\n", err);
-            return 2;
-        }
-        /* POOL_MAX is shared out; the first loops take the remainder. */
-        loop->pool.max = config.pool_max / config.threads + (i < config.pool_max % config.threads);
-    }
-    if (admit_by_fd_limit() != 0)
-        return 2;
-    http_configure();
-    if (http_tls_configure(err, sizeof(err)) != 0) {
+    loops_init(cfg->threads, cfg->lag_interval_ms);
+    pool_settings_t pool_settings = pool_settings_of(0);
+    if (pgparams_build(&pgparams, cfg->db_url, &pool_settings, statements, STMT__COUNT, err,
+                       sizeof(err)) != 0) {
         fprintf(stderr, "notesd: %s\n", err);
         return 2;
     }
-    if (http_open_listeners() != 0)
+    int max_connections = admit_by_fd_limit();
+    if (max_connections < 0)
+        return 2;
+    configure_loops(max_connections);
+    /* The settings of every request: the process's, read-only from here on. */
+    static request_settings_t request_settings;
+    request_settings = (request_settings_t){.server_timing = cfg->server_timing,
+                                            .primes_max = cfg->primes_max,
+                                            .max_body_bytes = (size_t)cfg->max_body_bytes,
+                                            .static_dir = cfg->static_dir};
+    http_configure(cfg, &request_settings);
+    if (http_tls_configure(cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "notesd: %s\n", err);
+        return 2;
+    }
+    if (http_open_listeners(cfg) != 0)
         return 1;
 
     /* Block the signals before any thread starts, so only loop 0's signalfd sees them. */
@@ -305,18 +356,18 @@ int main(int argc, char **argv)
     describe_db(db, sizeof(db));
     char tls[96] = "";
     if (server.ssl_ctx != NULL)
-        snprintf(tls, sizeof(tls), ", https://%s:%d (h2, http/1.1)", config.host, server.tls_port);
+        snprintf(tls, sizeof(tls), ", https://%s:%d (h2, http/1.1)", cfg->host, server.tls_port);
     char pipeline[32] = "";
-    if (config.pipeline_depth > 0)
-        snprintf(pipeline, sizeof(pipeline), ", pipeline %d", config.pipeline_depth);
+    if (cfg->pipeline_depth > 0)
+        snprintf(pipeline, sizeof(pipeline), ", pipeline %d", cfg->pipeline_depth);
     /* Printed whatever LOG_LEVEL says: it is where notesd listens, the only
      * way to learn a port the kernel chose (PORT=0, TLS_PORT=auto, METRICS_PORT=auto). */
     log_write(LOG_INFO,
               "listening on http://%s:%d%s%s, metrics on http://%s:%d/metrics; %d loop(s), pool "
               "max %d (%s statements%s), max connections %d, database %s",
-              config.host, server.api_port, config.h2c ? " (h2c too)" : "", tls,
-              config.metrics_host, server.metrics_port, server.nloops, config.pool_max,
-              config.prepared ? "prepared" : "unnamed", pipeline, config.max_connections, db);
+              cfg->host, server.api_port, cfg->h2c ? " (h2c too)" : "", tls, cfg->metrics_host,
+              server.metrics_port, server.nloops, cfg->pool_max,
+              cfg->prepared ? "prepared" : "unnamed", pipeline, max_connections, db);
 
     run_loop(main_loop);
     for (int i = 1; i < server.nloops; i++)
@@ -324,6 +375,7 @@ int main(int argc, char **argv)
     h2o_socket_read_stop(signals);
     h2o_socket_close(signals);
     finish_loop(main_loop);
+    pgparams_free(&pgparams);
     log_info("%s", "stopped");
     return 0;
 }

@@ -431,26 +431,16 @@ int pgconn_send(pgconn_t *conn, const char *sql_or_name, int prepared, int npara
                  : PQsendQueryParams(conn->pg, sql_or_name, nparams, NULL, values, NULL, NULL, 0);
     /* libpq 15's PQpipelineSync also flushes (libpq 17 added a sync that does not). */
     if (!ok || (conn->params->pipeline && PQpipelineSync(conn->pg) != 1)) {
-        conn->state = PGCONN_FAILED;
+        fail_with_libpq_error(conn); /* the owner may close conn in on_failed */
         return -1;
     }
     conn->pending++;
-    if (try_flush(conn) != 0) {
-        conn->state = PGCONN_FAILED;
-        return -1;
-    }
-    return 0;
+    return flush(conn);
 }
 
 unsigned pgconn_in_flight(const pgconn_t *conn)
 {
     return conn->pending;
-}
-
-const char *pgconn_error(pgconn_t *conn)
-{
-    one_line(conn->why, sizeof(conn->why), PQerrorMessage(conn->pg));
-    return conn->why;
 }
 
 static void free_conn(pgconn_t *conn)

@@ -74,17 +74,14 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
  * otherwise it is SQL sent as an unnamed statement with text parameters,
  * exactly as node-postgres sends a parameterised query. In pipeline mode a
  * sync follows it, and it may be sent while others are in flight; otherwise
- * nothing may be in flight. Returns 0, or -1 with the connection broken
- * (on_failed is not called; the caller handles it). */
+ * nothing may be in flight. Returns 0, or -1 when the connection broke: like
+ * every other failure, that went through on_failed, before this returns, and
+ * the connection may have been closed there, so the caller must not touch it. */
 int pgconn_send(pgconn_t *conn, const char *sql_or_name, int prepared, int nparams,
                 const char *const *values);
 
 /* Commands sent and not yet answered (the set-up prepares count as one). */
 unsigned pgconn_in_flight(const pgconn_t *conn);
-
-/* libpq's last error message for this connection, on one line (for logging;
- * valid until the next call on this connection). */
-const char *pgconn_error(pgconn_t *conn);
 
 /* Closes the h2o socket (a dup of libpq's) and then the PGconn, and frees the
  * connection. Safe inside a pgconn callback (the memory is freed when the

@@ -8,7 +8,7 @@
  * leaves surplus connections at the cold end where the idle timeout finds them.
  *
  * Queries in flight: each connection keeps a FIFO of the queries it sent
- * (one slot, or pool->depth in pipeline mode), and a result belongs to the
+ * (one slot, or pool->per_conn in pipeline mode), and a result belongs to the
  * oldest. The loop's backstop deadline watches the oldest; when it passes,
  * the connection is discarded, and every query still in it is answered once:
  * the oldest with POOL_ERR_QUERY_TIMEOUT, the others with
@@ -24,13 +24,10 @@
  * answered POOL_ERR_SHUTDOWN at once, so keep-alive clients that keep asking
  * during the drain cannot make the pool reconnect while it stops.
  */
-#include <arpa/inet.h>
 #include <assert.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "config.h"
 #include "log.h"
 #include "pgconn.h"
 #include "pool.h"
@@ -60,9 +57,11 @@ typedef struct pool_conn {
     pgconn_t *pg;
     unsigned backoff_round; /* pool->backoff_round when it started connecting */
     int delivering;         /* inside a query's callback: take no new query now (see pool_query) */
-    h2o_timeout_entry_t idle_entry, query_entry;
-    unsigned head, count;    /* the FIFO of queries in flight: slots[head], then onwards */
-    pool_inflight_t slots[]; /* pool->per_conn of them */
+    h2o_timeout_entry_t idle_entry; /* IDLE: the idle timeout */
+    timer_entry_t connect_deadline; /* CONNECTING: on pool->timers */
+    timer_entry_t query_deadline;   /* BUSY: the oldest query's backstop, on pool->timers */
+    unsigned head, count;           /* the FIFO of queries in flight: slots[head], then onwards */
+    pool_inflight_t slots[];        /* pool->per_conn of them */
 } pool_conn_t;
 
 #define conn_log(level, conn, fmt, ...)                                                            \
@@ -145,13 +144,15 @@ static void pool_conn_set_state(pool_conn_t *conn, enum pool_conn_state next)
     if (list_of(pool, prev) != NULL)
         list_remove(list_of(pool, prev), &conn->link);
     h2o_timeout_unlink(&conn->idle_entry);
-    h2o_timeout_unlink(&conn->query_entry);
+    timers_unlink(pool->timers, &conn->connect_deadline);
+    timers_unlink(pool->timers, &conn->query_deadline);
     conn->state = next;
     switch (next) {
     case POOL_CONN_CONNECTING:
         list_push_back(&pool->connecting, &conn->link);
         /* libpq enforces connect_timeout only in its blocking calls. */
-        h2o_timeout_link(pool->loop, &pool->connect_timeout, &conn->query_entry);
+        timers_link(pool->timers, &conn->connect_deadline,
+                    stats_now_ns() + pool->connect_timeout_ns);
         break;
     case POOL_CONN_IDLE:
         list_push_front(&pool->idle, &conn->link); /* LIFO reuse */
@@ -163,7 +164,7 @@ static void pool_conn_set_state(pool_conn_t *conn, enum pool_conn_state next)
     default:
         break;
     }
-    assert(total(pool) <= (size_t)pool->max);
+    assert(total(pool) <= (size_t)pool->settings.max);
 }
 
 /* ---- queries ----------------------------------------------------------------------------- */
@@ -196,7 +197,7 @@ static void fail_all_waiting(pool_t *pool, enum pool_error err)
 static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *reason);
 
 /* Sends q on conn, which must have room. Returns 0, or -1 when the connection
- * broke and was discarded (q got its callback). */
+ * broke: on_pg_failed discarded it then, and q got its callback. */
 static int conn_send(pool_conn_t *conn, pool_query_t *q)
 {
     pool_t *pool = conn->pool;
@@ -214,14 +215,11 @@ static int conn_send(pool_conn_t *conn, pool_query_t *q)
     STAT_ADD(pool->in_flight, 1);
     q->state = POOL_QUERY_RUNNING;
     q->conn = conn;
-    if (pgconn_send(conn->pg, pool->prepared ? st->name : st->sql, pool->prepared, st->nparams,
-                    q->params) != 0) {
-        STAT_ADD(pool->stats.connection_errors, 1);
-        conn_discard(conn, POOL_ERR_UNAVAILABLE, pgconn_error(conn->pg));
-        return -1;
-    }
+    int prepared = pool->settings.prepared;
+    if (pgconn_send(conn->pg, prepared ? st->name : st->sql, prepared, st->nparams, q->params) != 0)
+        return -1; /* conn is gone */
     if (conn->count == 1 && pool->has_query_timeout)
-        h2o_timeout_link(pool->loop, &pool->query_timeout, &conn->query_entry);
+        timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
     return 0;
 }
 
@@ -245,7 +243,8 @@ static void conn_fill(pool_conn_t *conn)
 }
 
 static void on_idle_timeout(h2o_timeout_entry_t *entry);
-static void on_query_timeout(h2o_timeout_entry_t *entry);
+static void on_connect_timeout(timer_entry_t *entry);
+static void on_query_timeout(timer_entry_t *entry);
 
 static void start_connection(pool_t *pool)
 {
@@ -256,13 +255,14 @@ static void start_connection(pool_t *pool)
     conn->id = ++pool->next_conn_id;
     conn->state = POOL_CONN_NEW;
     conn->idle_entry.cb = on_idle_timeout;
-    conn->query_entry.cb = on_query_timeout;
+    conn->connect_deadline.cb = on_connect_timeout;
+    conn->query_deadline.cb = on_query_timeout;
     pool_conn_set_state(conn, POOL_CONN_CONNECTING);
     conn_log(debug, conn, "%s", "connecting");
     /* pgconn_start never calls back before returning. */
     conn->backoff_round = pool->backoff_round;
-    conn->pg = pgconn_start(pool->loop, &pool->defer_timeout, conn->id, &pool->pgparams,
-                            &pg_callbacks, conn);
+    conn->pg =
+        pgconn_start(pool->loop, &pool->defer_timeout, conn->id, pool->params, &pg_callbacks, conn);
 }
 
 /* Opens connections while queries wait and the limit allows (one per waiter).
@@ -272,7 +272,7 @@ static void grow(pool_t *pool)
     if (pool->shutting_down)
         return; /* a drain opens no connection */
     while (pool->connecting.len * pool->per_conn < pool->waiting.len &&
-           total(pool) < (size_t)pool->max) {
+           total(pool) < (size_t)pool->settings.max) {
         if (stats_now_ns() < pool->down_until_ns) {
             if (!h2o_timeout_is_linked(&pool->retry_entry))
                 h2o_timeout_link(pool->loop, &pool->retry_timeout, &pool->retry_entry);
@@ -355,7 +355,8 @@ static int is_statement_timeout(pool_t *pool, const PGresult *res, uint64_t took
         return 1;
     if (primary != NULL && strcmp(primary, "canceling statement due to user request") == 0)
         return 0;
-    return pool->has_query_timeout && took_ns >= (uint64_t)config.query_timeout_ms * 1000000;
+    return pool->has_query_timeout &&
+           took_ns >= (uint64_t)pool->settings.query_timeout_ms * 1000000;
 }
 
 static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
@@ -369,10 +370,11 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
     conn->count--;
     STAT_SUB(pool->in_flight, 1);
     pool_query_t *q = done.query;
-    uint64_t took = stats_now_ns() - done.sent_ns;
-    h2o_timeout_unlink(&conn->query_entry);
+    uint64_t now = stats_now_ns(), took = now - done.sent_ns;
+    /* The deadline now watches the next oldest, if any. */
+    timers_unlink(pool->timers, &conn->query_deadline);
     if (conn->count > 0 && pool->has_query_timeout)
-        h2o_timeout_link(pool->loop, &pool->query_timeout, &conn->query_entry);
+        timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
     histogram_observe(&pool->stats.query[done.statement], (double)took / 1e9);
     enum pool_error err = POOL_OK;
     if (PQresultStatus(res) == PGRES_FATAL_ERROR) {
@@ -415,14 +417,16 @@ static void on_idle_timeout(h2o_timeout_entry_t *entry)
     conn_discard(conn, POOL_OK, NULL);
 }
 
-static void on_query_timeout(h2o_timeout_entry_t *entry)
+static void on_connect_timeout(timer_entry_t *entry)
 {
-    pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, query_entry, entry);
-    if (conn->state == POOL_CONN_CONNECTING) {
-        STAT_ADD(conn->pool->stats.connection_errors, 1);
-        conn_discard(conn, POOL_ERR_UNAVAILABLE, "connecting timed out");
-        return;
-    }
+    pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, connect_deadline, entry);
+    STAT_ADD(conn->pool->stats.connection_errors, 1);
+    conn_discard(conn, POOL_ERR_UNAVAILABLE, "connecting timed out");
+}
+
+static void on_query_timeout(timer_entry_t *entry)
+{
+    pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, query_deadline, entry);
     /* The server did not answer even its own statement_timeout. libpq 15 has
      * no non-blocking cancel: the connection is replaced, never half-read. */
     STAT_ADD(conn->pool->stats.query_timeouts, 1);
@@ -447,175 +451,18 @@ static void on_retry(h2o_timeout_entry_t *entry)
 
 /* ---- public ------------------------------------------------------------------------------ */
 
-/* The value of `keyword` in parsed connection options, or NULL when unset or empty. */
-static const char *conninfo_value(const PQconninfoOption *opts, const char *keyword)
+void pool_configure(pool_t *pool, const pool_settings_t *settings, const pgconn_params_t *params,
+                    const pool_statement_t *statements, size_t nstatements)
 {
-    for (const PQconninfoOption *o = opts; o->keyword != NULL; o++)
-        if (strcmp(o->keyword, keyword) == 0)
-            return o->val != NULL && o->val[0] != '\0' ? o->val : NULL;
-    return NULL;
-}
-
-/* Resolves one host name into a numeric address in `out`. IPv4 is preferred
- * for names such as "localhost", like node-postgres on most systems. */
-static int resolve_one(const char *host, char *out, size_t outlen, char *err, size_t errlen)
-{
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
-    int rc = getaddrinfo(host, NULL, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot resolve database host '%s': %s", host, gai_strerror(rc));
-        return -1;
-    }
-    struct addrinfo *pick = res;
-    for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next)
-        if (ai->ai_family == AF_INET) {
-            pick = ai;
-            break;
-        }
-    rc = getnameinfo(pick->ai_addr, pick->ai_addrlen, out, outlen, NULL, 0, NI_NUMERICHOST);
-    freeaddrinfo(res);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot resolve database host '%s': %s", host, gai_strerror(rc));
-        return -1;
-    }
-    return 0;
-}
-
-/* Builds pool->hostaddr: for each entry of the comma-separated host list, its
- * numeric address, or an empty entry for a Unix-socket directory (libpq then
- * uses host as given). host itself is kept, for TLS, Kerberos and error
- * messages. Nothing to do without a host, or when the URL has hostaddr. */
-static int resolve_hosts(pool_t *pool, const PQconninfoOption *opts, char *err, size_t errlen)
-{
-    const char *hosts = conninfo_value(opts, "host");
-    if (hosts == NULL || conninfo_value(opts, "hostaddr") != NULL)
-        return 0;
-
-    size_t cap = 1, named = 0, entries = 0;
-    for (const char *h = hosts; h != NULL; h = strchr(h, ','), h = h != NULL ? h + 1 : NULL)
-        cap += INET6_ADDRSTRLEN + 1;
-    char *list = calloc(1, cap), *p = list;
-    if (list == NULL)
-        abort();
-    for (const char *h = hosts, *end;; h = end + 1) {
-        end = strchr(h, ',');
-        size_t len = end != NULL ? (size_t)(end - h) : strlen(h);
-        char name[256];
-        if (len >= sizeof(name)) {
-            snprintf(err, errlen, "database host name is too long: '%.*s...'", 40, h);
-            free(list);
-            return -1;
-        }
-        memcpy(name, h, len);
-        name[len] = '\0';
-        if (entries++ > 0)
-            *p++ = ',';
-        /* A Unix-socket directory needs no lookup; an empty entry means "use host". */
-        if (len > 0 && name[0] != '/' && name[0] != '@') {
-            if (resolve_one(name, p, INET6_ADDRSTRLEN, err, errlen) != 0) {
-                free(list);
-                return -1;
-            }
-            p += strlen(p);
-            named++;
-        }
-        if (end == NULL)
-            break;
-    }
-    if (named == 0) {
-        free(list); /* sockets only: libpq does no lookup */
-        return 0;
-    }
-    pool->hostaddr = list;
-    return 0;
-}
-
-/* The session settings that rendering depends on, as `-c` switches of libpq's
- * `options` (sent in the startup packet: no round trip). They come after the
- * options the URL (or PGOPTIONS) gives, so they win over them, as they win over
- * the database's and the role's defaults:
- * - DateStyle ISO: render.c converts created_at from ISO text; the database
- *   may say 'SQL, DMY'. TimeZone may be anything: the conversion reads the offset.
- * - IntervalStyle postgres and extra_float_digits 1 (shortest exact output):
- *   the server defaults, fixed here so that no future interval or float column
- *   is read in a format a database was set to.
- * - statement_timeout: the server's own deadline, QUERY_TIMEOUT_MS; with 0
- *   none is sent and the database's or the URL's applies.
- * client_encoding is a libpq keyword of its own (set after the URL, so UTF-8
- * wins too): a startup parameter overrides an `options` switch. */
-static void build_options(pool_t *pool, const PQconninfoOption *opts)
-{
-    const char *theirs = conninfo_value(opts, "options");
-    if (theirs == NULL)
-        theirs = getenv("PGOPTIONS"); /* setting `options` would hide it */
-    char timeout[64] = "";
-    if (config.query_timeout_ms > 0)
-        snprintf(timeout, sizeof(timeout), " -c statement_timeout=%d", config.query_timeout_ms);
-    const char *ours = "-c DateStyle=ISO -c IntervalStyle=postgres -c extra_float_digits=1";
-    size_t cap = (theirs != NULL ? strlen(theirs) + 1 : 0) + strlen(ours) + strlen(timeout) + 1;
-    pool->options = malloc(cap);
-    if (pool->options == NULL)
-        abort();
-    snprintf(pool->options, cap, "%s%s%s%s", theirs != NULL ? theirs : "",
-             theirs != NULL ? " " : "", ours, timeout);
-}
-
-int pool_configure(pool_t *pool, const char *db_url, const pool_statement_t *statements,
-                   size_t nstatements, char *err, size_t errlen)
-{
-    char *parse_err = NULL;
-    size_t n = 0;
-
     memset(pool, 0, sizeof(*pool));
     pool->statements = statements;
     pool->nstatements = nstatements;
-    pool->max = config.pool_max;
-    pool->queue_max = config.pool_queue_max;
-    pool->prepared = config.prepared;
-    pool->depth = config.pipeline_depth;
-    pool->per_conn = pool->depth > 0 ? (unsigned)pool->depth : 1;
-    assert(pool->depth <= POOL_DEPTH_MAX);
+    pool->settings = *settings;
+    pool->params = params;
+    pool->per_conn = settings->depth > 0 ? (unsigned)settings->depth : 1;
+    assert(settings->depth <= POOL_DEPTH_MAX);
     pool->backoff_ms = 50;
-    assert(nstatements <= sizeof(pool->stats.query) / sizeof(pool->stats.query[0]));
-
-    PQconninfoOption *opts = PQconninfoParse(db_url, &parse_err);
-    if (opts == NULL) {
-        snprintf(err, errlen, "DB_URL is not a valid connection string: %s",
-                 parse_err != NULL ? parse_err : "out of memory");
-        PQfreemem(parse_err);
-        return -1;
-    }
-    int rc = resolve_hosts(pool, opts, err, errlen);
-    if (rc == 0)
-        build_options(pool, opts);
-    PQconninfoFree(opts);
-    if (rc != 0)
-        return -1;
-    /* Defaults the URL may override, since it comes after them: no SSL or GSS
-     * negotiation (node-postgres does none by default, and each costs a round
-     * trip), and a name that shows in pg_stat_activity. */
-    pool->keywords[n] = "sslmode", pool->values[n++] = "disable";
-    pool->keywords[n] = "gssencmode", pool->values[n++] = "disable";
-    pool->keywords[n] = "application_name", pool->values[n++] = "notesd";
-    pool->keywords[n] = "dbname", pool->values[n++] = db_url;
-    /* What the parsing of results needs, after the URL so that it wins. */
-    pool->keywords[n] = "client_encoding", pool->values[n++] = "UTF8";
-    pool->keywords[n] = "options", pool->values[n++] = pool->options;
-    if (pool->hostaddr != NULL)
-        pool->keywords[n] = "hostaddr", pool->values[n++] = pool->hostaddr;
-    pool->keywords[n] = NULL, pool->values[n] = NULL;
-
-    /* Pipeline mode for --pipeline, and for --prepared too: the statements are
-     * prepared in the same pipeline as the first query, which saves a new
-     * connection the round trip of a separate PREPARE (the queries' messages
-     * on the wire are the same in both modes). */
-    pool->pgparams.keywords = pool->keywords;
-    pool->pgparams.values = pool->values;
-    pool->pgparams.pipeline = pool->depth > 0 || pool->prepared;
-    if (pool->prepared) {
-        pool->pgparams.prepare = statements;
-        pool->pgparams.nprepare = nstatements;
-    }
+    assert(nstatements <= POOL_STATEMENTS_MAX);
 
     list_init(&pool->connecting);
     list_init(&pool->idle);
@@ -624,22 +471,23 @@ int pool_configure(pool_t *pool, const char *db_url, const pool_statement_t *sta
     histogram_init(&pool->stats.acquire, stats_fine_bounds, stats_fine_nbounds);
     for (size_t i = 0; i < nstatements; i++)
         histogram_init(&pool->stats.query[i], stats_fine_bounds, stats_fine_nbounds);
-    return 0;
 }
 
-void pool_start(pool_t *pool, h2o_loop_t *loop)
+void pool_start(pool_t *pool, h2o_loop_t *loop, timers_t *timers)
 {
     pool->loop = loop;
-    h2o_timeout_init(loop, &pool->idle_timeout, (uint64_t)config.pool_idle_timeout_ms);
-    h2o_timeout_init(loop, &pool->acquire_timeout, (uint64_t)config.pool_acquire_timeout_ms);
+    pool->timers = timers;
+    const pool_settings_t *s = &pool->settings;
+    h2o_timeout_init(loop, &pool->idle_timeout, (uint64_t)s->idle_timeout_ms);
+    h2o_timeout_init(loop, &pool->acquire_timeout, (uint64_t)s->acquire_timeout_ms);
     /* The server's statement_timeout ends a slow query and keeps the connection;
      * this deadline, a second later, catches a database that stopped answering. */
-    h2o_timeout_init(loop, &pool->query_timeout, (uint64_t)config.query_timeout_ms + 1000);
+    pool->query_deadline_ns = ((uint64_t)s->query_timeout_ms + 1000) * 1000000;
+    pool->connect_timeout_ns = (uint64_t)s->connect_timeout_ms * 1000000;
     h2o_timeout_init(loop, &pool->retry_timeout, 100);
-    h2o_timeout_init(loop, &pool->connect_timeout, (uint64_t)config.pool_connect_timeout_ms);
     h2o_timeout_init(loop, &pool->defer_timeout, 0);
-    pool->has_acquire_timeout = config.pool_acquire_timeout_ms > 0;
-    pool->has_query_timeout = config.query_timeout_ms > 0;
+    pool->has_acquire_timeout = s->acquire_timeout_ms > 0;
+    pool->has_query_timeout = s->query_timeout_ms > 0;
     pool->retry_entry.cb = on_retry;
 }
 
@@ -654,7 +502,7 @@ static pool_conn_t *pick_connection(pool_t *pool)
 {
     if (pool->idle.len > 0)
         return H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next);
-    if (pool->per_conn == 1 || pool->waiting.len > 0 || total(pool) < (size_t)pool->max)
+    if (pool->per_conn == 1 || pool->waiting.len > 0 || total(pool) < (size_t)pool->settings.max)
         return NULL;
     pool_conn_t *best = NULL;
     for (h2o_linklist_t *n = pool->busy.head.next; n != &pool->busy.head; n = n->next) {
@@ -693,7 +541,7 @@ enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
         STAT_ADD(pool->stats.rejected, 1);
         return POOL_DOWN;
     }
-    if (pool->queue_max > 0 && pool->waiting.len >= (size_t)pool->queue_max) {
+    if (pool->settings.queue_max > 0 && pool->waiting.len >= (size_t)pool->settings.queue_max) {
         STAT_ADD(pool->stats.rejected, 1);
         return POOL_QUEUE_FULL;
     }
@@ -760,10 +608,6 @@ void pool_dispose(pool_t *pool)
     h2o_timeout_unlink(&pool->retry_entry);
     h2o_timeout_dispose(pool->loop, &pool->idle_timeout);
     h2o_timeout_dispose(pool->loop, &pool->acquire_timeout);
-    h2o_timeout_dispose(pool->loop, &pool->query_timeout);
     h2o_timeout_dispose(pool->loop, &pool->retry_timeout);
-    h2o_timeout_dispose(pool->loop, &pool->connect_timeout);
     h2o_timeout_dispose(pool->loop, &pool->defer_timeout);
-    free(pool->options);
-    free(pool->hostaddr);
 }

@@ -12,10 +12,9 @@
  * room takes new queries, and one that gets room back takes as many waiters
  * as fit, oldest first. Results come back in the order the queries were sent.
  *
- * Every connection starts with the session settings the result parsing relies
- * on (DateStyle ISO, IntervalStyle postgres, UTF-8, extra_float_digits), sent
- * in the startup packet, so whatever defaults the database or its role carry
- * cost no round trip and change no byte of a response.
+ * Every connection opens with the parameters pgparams.c built once at
+ * start-up: numeric host addresses (no DNS on the loop) and the session
+ * settings the result parsing relies on, in the startup packet.
  *
  * One pool per event loop; nothing here is thread-safe.
  */
@@ -27,6 +26,7 @@
 #include "compiler.h"
 #include "pgconn.h"
 #include "stats.h"
+#include "timers.h"
 
 /* A statement the pool can run; `name` is also the metrics label and, with
  * --prepared, the prepared statement's name. */
@@ -46,6 +46,9 @@ typedef struct pool_query pool_query_t;
 
 /* Most queries in flight on one connection (--pipeline's upper bound). */
 #define POOL_DEPTH_MAX 256
+
+/* Most statements a pool's table may hold (each has a histogram in pool_stats_t). */
+#define POOL_STATEMENTS_MAX 8
 
 /* Called exactly once per accepted query. On success `res` is the command's
  * result, which may itself be an error result (PQresultStatus), though never
@@ -100,28 +103,39 @@ typedef struct pool_stats {
     uint64_t acquire_timeouts;
     uint64_t query_timeouts; /* statement_timeout and the backstop; not a user's cancel */
     histogram_t acquire;     /* seconds from enqueue to connection handed over */
-    histogram_t query[8];    /* seconds from send to result, per statement */
+    histogram_t query[POOL_STATEMENTS_MAX]; /* seconds from send to result, per statement */
 } pool_stats_t;
+
+/* What one pool is configured with: computed once at start-up from the
+ * configuration (main.c), where each loop's pool gets its share of POOL_MAX.
+ * The pool keeps a copy and reads nothing else. */
+typedef struct pool_settings {
+    int max;                /* most connections open at once (this pool's share of POOL_MAX) */
+    int queue_max;          /* most queries waiting for a connection; 0 = no bound */
+    int idle_timeout_ms;    /* an idle connection is closed after this long */
+    int acquire_timeout_ms; /* longest wait for a connection; 0 = wait forever */
+    int connect_timeout_ms; /* longest time to open a connection */
+    int query_timeout_ms;   /* the server's statement_timeout; the loop's backstop deadline
+                               comes a second later; 0 = none */
+    int prepared;           /* 1: named prepared statements; 0: unnamed, like node-postgres */
+    int depth;              /* --pipeline: queries in flight per connection; 0 = no pipeline */
+} pool_settings_t;
 
 typedef struct pool {
     h2o_loop_t *loop;
+    pool_settings_t settings;
     const pool_statement_t *statements;
     size_t nstatements;
-    int max, queue_max, prepared;
-    int depth;         /* --pipeline: queries in flight per connection; 0 = no pipeline mode */
-    unsigned per_conn; /* queries one connection carries at once: depth, or 1 */
-    const char *keywords[12], *values[12]; /* connection parameters for libpq */
-    char *options;                         /* libpq's `options`: the URL's, then our -c settings */
-    char *hostaddr;                        /* numeric address per host of the URL, or NULL */
-    pgconn_params_t pgparams; /* how pgconn opens each connection: the above, pipeline mode,
-                                 the statements to prepare (--prepared) */
+    unsigned per_conn; /* queries one connection carries at once: settings.depth, or 1 */
+    const pgconn_params_t *params; /* how each connection opens (pgparams.h); shared */
 
     pool_list_t connecting, idle, busy; /* pool_conn_t, by state */
     pool_list_t waiting;                /* pool_query_t, FIFO */
     size_t in_flight; /* queries sent and not yet answered, over every connection (a gauge) */
 
-    h2o_timeout_t idle_timeout, acquire_timeout, query_timeout, retry_timeout, defer_timeout,
-        connect_timeout;
+    timers_t *timers; /* the loop's: connect and query deadlines */
+    uint64_t connect_timeout_ns, query_deadline_ns;
+    h2o_timeout_t idle_timeout, acquire_timeout, retry_timeout, defer_timeout;
     h2o_timeout_entry_t retry_entry; /* opens a connection again after a back-off */
     int has_acquire_timeout, has_query_timeout;
     uint64_t down_until_ns; /* fail fast until then, after a failed connect */
@@ -132,18 +146,15 @@ typedef struct pool {
     pool_stats_t stats;
 } pool_t;
 
-/* Reads the settings and db_url, and prepares the connection parameters; opens
- * no connection (node-postgres connects lazily). Every host name of db_url
- * (one, or a comma-separated list) is resolved here into a matching hostaddr
- * list: the only blocking DNS lookups, done before the loop runs, so libpq
- * never calls getaddrinfo() on the loop. Returns 0, or -1 with a message in
- * `err` if db_url cannot be parsed or a host name cannot be resolved. */
-NOTESD_MUSTCHECK int pool_configure(pool_t *pool, const char *db_url,
-                                    const pool_statement_t *statements, size_t nstatements,
-                                    char *err, size_t errlen);
+/* Prepares an empty pool with `settings` (copied) whose connections open
+ * with `params` (see pgparams.h; it must outlive the pool); opens no
+ * connection (node-postgres connects lazily). */
+void pool_configure(pool_t *pool, const pool_settings_t *settings, const pgconn_params_t *params,
+                    const pool_statement_t *statements, size_t nstatements);
 
-/* Attaches the pool's timers to the loop; call once before the first query. */
-void pool_start(pool_t *pool, h2o_loop_t *loop);
+/* Attaches the pool to its loop and the loop's timer service (the connect
+ * and query deadlines); call once before the first query. */
+void pool_start(pool_t *pool, h2o_loop_t *loop, timers_t *timers);
 
 /* Runs statement q->statement with q->params; see enum pool_admit. While the
  * pool drains (after pool_shutdown) the query is admitted and answered at once

@@ -1,10 +1,11 @@
 /*
- * request.c - the request context's life: begin, Server-Timing, dispose (see request.h).
+ * request.c - the request context's life: begin, timer, Server-Timing, dispose (see request.h).
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "config.h"
+#include <cJSON.h>
 #include "request.h"
 
 const char *const request_method_labels[REQUEST_NUM_METHODS] = {
@@ -34,17 +35,70 @@ static void on_request_disposed(void *p)
     STAT_SUB(r->stats->in_flight, 1);
 }
 
-notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats)
+notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats,
+                            const request_settings_t *settings)
 {
     notesd_req_t *r = h2o_mem_alloc_shared(&req->pool, sizeof(*r), on_request_disposed);
     memset(r, 0, sizeof(*r));
     r->req = req;
+    r->settings = settings;
     r->stats = stats;
     r->route = route;
     r->start_ns = stats_now_ns();
     if (stats != NULL)
         STAT_ADD(stats->in_flight, 1);
     return r;
+}
+
+/* request_db's clean-up. A query the pool never took has no pool yet. */
+static void on_db_dispose(notesd_req_t *r)
+{
+    pool_query_t *q = &r->u.db.query;
+    if (q->pool != NULL)
+        pool_query_cancel(q->pool, q);
+    cJSON_Delete(r->u.db.input.json);
+}
+
+struct request_db *request_db(notesd_req_t *r, int statement, pool_query_cb cb)
+{
+    r->on_dispose = on_db_dispose;
+    r->u.db.query.statement = statement;
+    r->u.db.query.cb = cb;
+    r->u.db.query.data = r;
+    return &r->u.db;
+}
+
+h2o_iovec_t request_query(const notesd_req_t *r)
+{
+    const h2o_req_t *req = r->req;
+    if (req->query_at == SIZE_MAX)
+        return h2o_iovec_init("", 0);
+    return h2o_iovec_init(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1);
+}
+
+static void on_request_timer(timer_entry_t *entry)
+{
+    notesd_req_t *r = H2O_STRUCT_FROM_MEMBER(notesd_req_t, timer.entry, entry);
+    r->timer.on_due(r);
+}
+
+int request_timer_arm(notesd_req_t *r, timers_t *timers, uint64_t due_ns,
+                      void (*on_due)(notesd_req_t *r))
+{
+    assert(!timers_is_linked(&r->timer.entry));
+    if (timers_pending(timers) >= REQUEST_TIMERS_MAX)
+        return -1;
+    r->timer.entry.cb = on_request_timer;
+    r->timer.timers = timers;
+    r->timer.on_due = on_due;
+    timers_link(timers, &r->timer.entry, due_ns);
+    return 0;
+}
+
+void request_timer_cancel(notesd_req_t *r)
+{
+    if (r->timer.timers != NULL)
+        timers_unlink(r->timer.timers, &r->timer.entry);
 }
 
 int request_client_gone(notesd_req_t *r)
@@ -89,7 +143,7 @@ static char *put_ms(char *p, uint64_t ns)
 
 void request_add_server_timing(notesd_req_t *r)
 {
-    if (!config.server_timing || r->stats == NULL || r->timing_sent)
+    if (r->timing_sent || r->stats == NULL || !r->settings->server_timing)
         return;
     r->timing_sent = 1;
     h2o_req_t *req = r->req;

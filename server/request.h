@@ -1,9 +1,10 @@
 /*
  * request.h - one request's context: everything notesd keeps about a request.
  *
- * Owns notesd_req_t: the route, the timings (start, database time), the status
- * recorded when the request ends, and a union of what the route's handler
- * needs while it waits (a database query, a delay). It is allocated once per
+ * Owns notesd_req_t: the route, the port's settings, the timings (start,
+ * database time), the status recorded when the request ends, a timer on the
+ * loop's timer service, and a union of what the route's handler needs while it
+ * waits (a database query, a delay). It is allocated once per
  * request, as a shared allocation in req->pool whose dispose callback runs
  * when h2o disposes of the request (after the last byte was written, or when
  * the client went away): it calls the handler's clean-up, then records the
@@ -14,14 +15,27 @@
 #define NOTESD_REQUEST_H
 
 #include <h2o.h>
+#include "compiler.h"
 #include "pool.h"
 #include "stats.h"
+#include "timers.h"
 #include "validate.h"
 
 typedef struct notesd_req notesd_req_t;
 
+/* The settings a port's requests are handled with: set once at start-up from
+ * the configuration (main.c), then read-only and shared by every loop. Each
+ * request's context points at its port's; the route handlers read theirs here. */
+typedef struct request_settings {
+    int server_timing;      /* SERVER_TIMING: send Server-Timing on measured responses */
+    int primes_max;         /* PRIMES_MAX: the largest ?below= of /primes */
+    size_t max_body_bytes;  /* MAX_BODY_BYTES: a larger request body gets 413 */
+    const char *static_dir; /* STATIC_DIR: served under /static/ (read by its set-up hook) */
+} request_settings_t;
+
 struct notesd_req {
     h2o_req_t *req;
+    const request_settings_t *settings; /* the port's */
     stats_loop_t *stats; /* the loop's counters; NULL: not measured (the metrics port) */
     uint64_t start_ns;   /* when the handler received the request (stats_now_ns) */
     uint64_t db_ns;      /* time spent in database queries, for Server-Timing */
@@ -34,10 +48,11 @@ struct notesd_req {
     /* The handler's clean-up, run first when the request is disposed of; it
      * takes back whatever still refers to the request (a query, a timer). */
     void (*on_dispose)(notesd_req_t *r);
-    /* A deadline in the loop's timer heap (delay.c), for handlers that answer
-     * later; armed while on_due is not NULL. */
+    /* A deadline on the loop's timers (request_timer_arm), for handlers that
+     * answer later; armed while `entry` is linked. */
     struct request_timer {
-        size_t heap_index;
+        timer_entry_t entry;
+        timers_t *timers; /* the loop's, once armed */
         void (*on_due)(notesd_req_t *r);
     } timer;
     union {
@@ -68,8 +83,41 @@ extern const char *const request_method_labels[];
 /* Creates the request's context (zeroed union) in req->pool, the one
  * allocation of request state. With `stats`, the request is counted in flight
  * and its duration recorded when it ends; with NULL it is not measured.
+ * `settings` must outlive every request (they are the process's).
  * Ownership: the context belongs to req->pool and dies with the request. */
-notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats);
+notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats,
+                            const request_settings_t *settings);
+
+/* Claims the context's union for one statement on the pool (r->u.db): sets
+ * the query's statement, its callback `cb` and its data (r), and the request's
+ * clean-up, which takes the query back from the pool if the request goes
+ * first (its result, if it comes, is dropped) and frees a parsed body
+ * (u.db.input). The handler sets the parameters, then calls pool_query. */
+struct request_db *request_db(notesd_req_t *r, int statement, pool_query_cb cb);
+
+/* The raw query string: what follows the target's '?', still encoded; empty
+ * (length 0, never a NULL base) when there is none, which every parser of
+ * validate.h reads as "no parameters". */
+h2o_iovec_t request_query(const notesd_req_t *r);
+
+/* Longest wait a request may ask for (/delay/:ms, /fault's delay_ms); 400 beyond. */
+#define REQUEST_WAIT_MAX_MS 60000
+
+/* Most timers pending on one loop when a request asks for one (/delay, /fault's
+ * delay_ms and /drip's chunks together; the loop's own few count too); beyond
+ * it the request gets 503. */
+#define REQUEST_TIMERS_MAX 65536
+
+/* Calls on_due(r) on the loop of `timers` at `due_ns` (stats_now_ns's clock),
+ * unless request_timer_cancel comes first; on_due may arm the timer again.
+ * Returns 0, or -1 when REQUEST_TIMERS_MAX timers are pending (the caller
+ * answers 503). The timer refers to the request until it fires, so the
+ * handler's clean-up (r->on_dispose) must call request_timer_cancel. */
+NOTESD_MUSTCHECK int request_timer_arm(notesd_req_t *r, timers_t *timers, uint64_t due_ns,
+                                       void (*on_due)(notesd_req_t *r));
+
+/* Takes r's timer back, if armed; a clean-up (r->on_dispose) of its own. */
+void request_timer_cancel(notesd_req_t *r);
 
 /* For a handler about to answer after waiting (a query, a timer): 1 if the
  * client has gone meanwhile (its socket shows EOF or a reset). h2o 2.2.5 stops

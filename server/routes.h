@@ -4,7 +4,7 @@
  * One row per route: its id, its template (also the `path` label of the HTTP
  * metrics), the port it is on, how its path is matched, and its handler for
  * each method. The route enum and the labels are generated from the same rows,
- * so they cannot disagree. http.c registers the rows with h2o and dispatches
+ * so they cannot disagree. dispatch.c registers the rows with h2o and dispatches
  * each request: it creates the request's context, answers 404 (route "other")
  * when no row matches and 405 (with Allow) when the row has no handler for the
  * method, and otherwise calls the handler. Adding a route: one row here, its
@@ -40,7 +40,8 @@ typedef int (*route_handler_t)(notesd_req_t *r);
 /* id, template and `path` label, port, match, GET and HEAD, POST, PUT, any
  * other method (only where none of the three is given), and a set-up hook
  * called at start-up with the port's h2o path configuration (its one path,
- * "/"). The rows of a port are tried in this order; the first match wins. */
+ * "/") and the port's request settings. The rows of a port are tried in this
+ * order; the first match wins. */
 #define ROUTES(X)                                                                                  \
     X(ROUTE_NOTE_BY_ID, "/notes/:id", PORT_API, MATCH_PARAM, notes_get, NULL, notes_update, NULL,  \
       NULL)                                                                                        \
@@ -73,7 +74,7 @@ typedef struct route {
     enum route_port port;
     enum route_match match;
     route_handler_t get, post, put, any;
-    void (*setup)(h2o_pathconf_t *pathconf);
+    void (*setup)(h2o_pathconf_t *pathconf, const request_settings_t *settings);
 } route_t;
 
 /* The rows, indexed by route id. */
@@ -90,14 +91,14 @@ int misc_root(notesd_req_t *r);
 int misc_status(notesd_req_t *r);
 int misc_primes(notesd_req_t *r);
 int misc_static(notesd_req_t *r);
-void misc_static_setup(h2o_pathconf_t *pathconf);
+void misc_static_setup(h2o_pathconf_t *pathconf, const request_settings_t *settings);
 int delay_get(notesd_req_t *r);
 int fixture_fault(notesd_req_t *r);
 int fixture_bytes(notesd_req_t *r);
 int fixture_drip(notesd_req_t *r);
 int fixture_stall(notesd_req_t *r);
 int metrics_get(notesd_req_t *r);
-void metrics_setup(h2o_pathconf_t *pathconf);
+void metrics_setup(h2o_pathconf_t *pathconf, const request_settings_t *settings);
 int metrics_healthz(notesd_req_t *r);
 int metrics_readyz(notesd_req_t *r);
 

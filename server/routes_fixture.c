@@ -10,10 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <time.h>
-#include <unistd.h>
-#include "delay.h"
 #include "loop.h"
 #include "respond.h"
 #include "routes.h"
@@ -23,7 +20,8 @@
 #define CT_OCTETS "application/octet-stream"
 
 /* The pattern, long enough that FIXTURE_CHUNK bytes can start at any phase;
- * written once (pattern_once), then only read, by every loop. */
+ * written once, before the first streamed body (pattern_once), then only read,
+ * by every loop. */
 static char pattern[FIXTURE_CHUNK + FIXTURE_PATTERN_PERIOD];
 static pthread_once_t pattern_once = PTHREAD_ONCE_INIT;
 
@@ -37,13 +35,9 @@ static void fill_pattern(void)
  * absent (*out untouched), -1 (after answering 400 naming it) if bad. */
 static int query_knob(notesd_req_t *r, const char *name, long lo, long hi, long *out)
 {
-    h2o_req_t *req = r->req;
+    h2o_iovec_t query = request_query(r);
     long v = 0;
-    int found = 0;
-
-    if (req->query_at != SIZE_MAX)
-        found = validate_query_number(req->path.base + req->query_at + 1,
-                                      req->path.len - req->query_at - 1, name, hi, &v);
+    int found = validate_query_number(query.base, query.len, name, hi, &v);
     if (found < 0 || (found == 1 && v < lo)) {
         char msg[96];
         snprintf(msg, sizeof(msg), "%s must be a whole number from %ld to %ld", name, lo, hi);
@@ -58,13 +52,9 @@ static int query_knob(notesd_req_t *r, const char *name, long lo, long hi, long 
 /* Reads the path's :param as a whole number in lo..hi, or answers 400 naming it. */
 static int path_knob(notesd_req_t *r, const char *name, long lo, long hi, long *out)
 {
-    h2o_iovec_t p = r->param;
-    long v = 0;
-    size_t i = 0;
+    long v;
 
-    while (i < p.len && p.base[i] >= '0' && p.base[i] <= '9' && v <= hi)
-        v = v * 10 + (p.base[i++] - '0');
-    if (p.len == 0 || i != p.len || v < lo || v > hi) {
+    if (validate_whole_number(r->param.base, r->param.len, hi, &v) != 0 || v < lo) {
         char msg[96];
         snprintf(msg, sizeof(msg), "%s must be a whole number from %ld to %ld", name, lo, hi);
         respond_error(r, 400, msg);
@@ -94,7 +84,7 @@ static void stream_pump(notesd_req_t *r)
             due = f->total * passed / f->chunks;
         if (due <= f->sent) {
             uint64_t at = r->start_ns + span_ns * passed / (f->chunks - 1);
-            if (delay_timer_arm(r, at, stream_pump) != 0) {
+            if (request_timer_arm(r, &this_loop->timers, at, stream_pump) != 0) {
                 /* No timer left: end the response short, as a broken stream. */
                 h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
             }
@@ -125,7 +115,8 @@ static void stream_start(notesd_req_t *r, uint64_t total, uint32_t chunks, uint3
     f->duration_ms = duration_ms;
     f->generator.proceed = on_stream_proceed;
     /* A drip's timer refers to the request until it fires. */
-    r->on_dispose = delay_timer_cancel;
+    r->on_dispose = request_timer_cancel;
+    pthread_once(&pattern_once, fill_pattern);
     respond_start(r, 200, CT_OCTETS, total);
     h2o_start_response(req, &f->generator);
     if (req_is_head(req))
@@ -245,7 +236,7 @@ static void on_fault_due(notesd_req_t *r)
  * since no response reached the client. */
 static void on_fault_dispose(notesd_req_t *r)
 {
-    delay_timer_cancel(r);
+    request_timer_cancel(r);
     if (r->u.fixture.action == FAULT_RESET)
         r->req->res.status = 0;
 }
@@ -254,7 +245,6 @@ static void on_fault_dispose(notesd_req_t *r)
 int fixture_fault(notesd_req_t *r)
 {
     struct request_fixture *f = &r->u.fixture;
-    h2o_req_t *req = r->req;
     long status, every = 1, delay_ms = 0;
     enum fault_action action = FAULT_ANSWER;
     const char *v;
@@ -262,11 +252,10 @@ int fixture_fault(notesd_req_t *r)
 
     if (path_knob(r, "status", 200, 599, &status) < 0 ||
         query_knob(r, "every", 1, FIXTURE_FAULT_MAX_EVERY, &every) < 0 ||
-        query_knob(r, "delay_ms", 0, DELAY_MAX_MS, &delay_ms) < 0)
+        query_knob(r, "delay_ms", 0, REQUEST_WAIT_MAX_MS, &delay_ms) < 0)
         return 0;
-    if (req->query_at != SIZE_MAX &&
-        validate_query_param(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1,
-                             "action", &v, &vlen) > 0) {
+    h2o_iovec_t query = request_query(r);
+    if (validate_query_param(query.base, query.len, "action", &v, &vlen) > 0) {
         if (v != NULL && h2o_memis(v, vlen, H2O_STRLIT("reset"))) {
             action = FAULT_RESET;
         } else if (v != NULL && h2o_memis(v, vlen, H2O_STRLIT("close_after_headers"))) {
@@ -293,7 +282,8 @@ int fixture_fault(notesd_req_t *r)
     r->on_dispose = on_fault_dispose;
     if (delay_ms == 0) {
         fault_answer(r);
-    } else if (delay_timer_arm(r, r->start_ns + (uint64_t)delay_ms * 1000000, on_fault_due) != 0) {
+    } else if (request_timer_arm(r, &this_loop->timers, r->start_ns + (uint64_t)delay_ms * 1000000,
+                                 on_fault_due) != 0) {
         f->action = FAULT_ANSWER;
         respond_unavailable(r, "too many pending delayed requests");
     }
@@ -303,19 +293,13 @@ int fixture_fault(notesd_req_t *r)
 /* ---- /stall --------------------------------------------------------------------------------- */
 
 /* The loop's one schedule: stall k (k = 1, 2, ...) starts at start + k * every
- * while k * every <= for, and blocks the loop for `stall`. */
+ * while k * every <= for, and blocks the loop for `stall`. Used only by the
+ * loop's own thread; its entry is on that loop's timers while a stall is due. */
 static __thread struct {
-    h2o_socket_t *sock; /* watches the timerfd; NULL before fixture_start */
+    timer_entry_t entry; /* the next stall */
     uint64_t start_ns, every_ns, stall_ns, for_ns;
     uint64_t next; /* k of the next stall; 0: no schedule */
 } stall;
-
-static void stall_arm(uint64_t at_ns)
-{
-    /* at_ns 0 disarms it */
-    struct itimerspec its = {{0, 0}, {(time_t)(at_ns / 1000000000u), (long)(at_ns % 1000000000u)}};
-    timerfd_settime(h2o_socket_get_fd(stall.sock), TFD_TIMER_ABSTIME, &its, NULL);
-}
 
 /* Blocks the loop until `until_ns`, on purpose: this is the stall. */
 static void pause_loop(uint64_t until_ns)
@@ -325,25 +309,18 @@ static void pause_loop(uint64_t until_ns)
         ;
 }
 
-static void on_stall_timer(h2o_socket_t *sock, const char *err)
+static void on_stall_due(timer_entry_t *entry)
 {
-    uint64_t expirations;
-
-    if (read(h2o_socket_get_fd(sock), &expirations, sizeof(expirations)) != sizeof(expirations) ||
-        stall.next == 0)
-        return; /* re-armed or cancelled before this wake-up was handled */
     uint64_t begin = stats_now_ns();
     pause_loop(begin + stall.stall_ns);
     uint64_t end = stats_now_ns();
     STAT_ADD(this_loop->stats.stalls, 1);
     STAT_ADD(this_loop->stats.stall_ns, end - begin);
     stall.next++;
-    if (stall.next * stall.every_ns <= stall.for_ns) {
-        stall_arm(stall.start_ns + stall.next * stall.every_ns);
-    } else {
+    if (stall.next * stall.every_ns <= stall.for_ns)
+        timers_link(&this_loop->timers, &stall.entry, stall.start_ns + stall.next * stall.every_ns);
+    else
         stall.next = 0;
-        stall_arm(0);
-    }
 }
 
 /* GET /stall?ms=S&every_ms=P&for_ms=T: answers at once and replaces this
@@ -374,42 +351,20 @@ int fixture_stall(notesd_req_t *r)
         respond_error(r, 400, "every_ms must be at least 2 * ms");
         return 0;
     }
-    if (stall.sock == NULL) {
-        respond_unavailable(r, "no timer for /stall on this loop");
-        return 0;
-    }
+    timers_unlink(&this_loop->timers, &stall.entry);
     stall.next = 0;
-    stall_arm(0);
     if (for_ms > 0 && every_ms <= for_ms) {
         stall.start_ns = r->start_ns;
         stall.every_ns = (uint64_t)every_ms * 1000000;
         stall.stall_ns = (uint64_t)ms * 1000000;
         stall.for_ns = (uint64_t)for_ms * 1000000;
         stall.next = 1;
-        stall_arm(stall.start_ns + stall.every_ns);
+        stall.entry.cb = on_stall_due;
+        timers_link(&this_loop->timers, &stall.entry, stall.start_ns + stall.every_ns);
     }
     char *body = h2o_mem_alloc_pool(&r->req->pool, 80);
     int len = snprintf(body, 80, "{\"stall_ms\":%ld,\"every_ms\":%ld,\"for_ms\":%ld}", ms, every_ms,
                        for_ms);
     respond(r, 200, CT_JSON, body, (size_t)len);
     return 0;
-}
-
-void fixture_start(h2o_loop_t *loop)
-{
-    pthread_once(&pattern_once, fill_pattern);
-    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (fd < 0)
-        return; /* /stall then answers 503 */
-    stall.sock = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-    h2o_socket_read_start(stall.sock, on_stall_timer);
-}
-
-void fixture_stop(void)
-{
-    if (stall.sock != NULL) {
-        h2o_socket_read_stop(stall.sock);
-        h2o_socket_close(stall.sock);
-        stall.sock = NULL;
-    }
 }

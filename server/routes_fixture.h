@@ -8,12 +8,11 @@
  * streamed body is cut from. Bodies are sent in chunks of at most
  * FIXTURE_CHUNK bytes with h2o's generator (each chunk after h2o asks for the
  * next one), straight from one read-only pattern, so no request holds its body
- * in memory. Delays and drips wait on the loop's request timers (delay.h).
+ * in memory. Delays and drips wait on request timers (request_timer_arm), and
+ * the /stall schedule on an entry of the loop's timers (timers.h).
  */
 #ifndef NOTESD_ROUTES_FIXTURE_H
 #define NOTESD_ROUTES_FIXTURE_H
-
-#include <h2o.h>
 
 /* The limits of every knob; beyond them a request gets 400 naming the knob. */
 #define FIXTURE_CHUNK 16384                /* largest piece of a body handed to h2o at once */
@@ -31,9 +30,5 @@
  * period is a prime, so chunk boundaries fall at a different phase each time
  * and a lost or repeated chunk shows in the bytes, not only in the length. */
 #define FIXTURE_PATTERN_PERIOD 251
-
-/* On the loop's own thread, once its event loop exists: the /stall timer. */
-void fixture_start(h2o_loop_t *loop);
-void fixture_stop(void);
 
 #endif

@@ -17,7 +17,6 @@
 #include <unistd.h>
 #include <libpq-fe.h>
 #include <h2o/version.h>
-#include "config.h"
 #include "lag.h"
 #include "loop.h"
 #include "respond.h"
@@ -163,7 +162,7 @@ static void pool_metrics(out_t *o)
     size_t connections = 0, idle = 0, waiting = 0, in_flight = 0;
     uint64_t errors = 0, opened = 0, rejected = 0, acquire_timeouts = 0, query_timeouts = 0;
     int max = 0;
-    histogram_t acquire, query[8];
+    histogram_t acquire, query[POOL_STATEMENTS_MAX];
 
     histogram_init(&acquire, stats_fine_bounds, stats_fine_nbounds);
     for (size_t i = 0; i < STMT_NUM_LABELLED; i++)
@@ -176,7 +175,7 @@ static void pool_metrics(out_t *o)
         idle += STAT_READ(pool->idle.len);
         waiting += STAT_READ(pool->waiting.len);
         in_flight += STAT_READ(pool->in_flight);
-        max += pool->max;
+        max += pool->settings.max;
         errors += STAT_READ(pool->stats.connection_errors);
         opened += STAT_READ(pool->stats.connects);
         rejected += STAT_READ(pool->stats.rejected);
@@ -313,7 +312,7 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     size_t max = 0;
     uint64_t paused_full = 0, paused_fds = 0;
     for (int l = 0; l < server.nloops; l++) {
-        max += server.loops[l].api_budget.max;
+        max += server.loops[l].listen.api_budget.max;
         paused_full += STAT_READ(server.loops[l].stats.accept_paused_full);
         paused_fds += STAT_READ(server.loops[l].stats.accept_paused_fds);
     }
@@ -348,7 +347,7 @@ static void build_metrics(out_t *o)
 }
 
 /* Set-up of the /metrics row: the process's start time. */
-void metrics_setup(h2o_pathconf_t *pathconf)
+void metrics_setup(h2o_pathconf_t *pathconf, const request_settings_t *settings)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -383,12 +382,6 @@ int metrics_healthz(notesd_req_t *r)
     return 0;
 }
 
-/* /readyz's clean-up: a ping still waiting or running is cancelled. */
-static void on_ready_dispose(notesd_req_t *r)
-{
-    pool_query_cancel(&this_loop->pool, &r->u.db.query);
-}
-
 static void on_ping_done(pool_query_t *q, PGresult *res, enum pool_error err)
 {
     notesd_req_t *r = q->data;
@@ -406,11 +399,8 @@ int metrics_readyz(notesd_req_t *r)
         respond(r, 200, CT_JSON, "{\"status\":\"ready\"}", 18);
         return 0;
     }
-    r->on_dispose = on_ready_dispose;
-    r->u.db.query.statement = STMT_PING;
-    r->u.db.query.cb = on_ping_done;
-    r->u.db.query.data = r;
-    if (pool_query(&this_loop->pool, &r->u.db.query) != POOL_ADMITTED)
+    struct request_db *db = request_db(r, STMT_PING, on_ping_done);
+    if (pool_query(&this_loop->pool, &db->query) != POOL_ADMITTED)
         respond_error(r, 503, "database unreachable");
     return 0;
 }

@@ -8,30 +8,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include "config.h"
 #include "render.h"
 #include "respond.h"
+#include "rng.h"
 #include "routes.h"
 #include "validate.h"
-
-/* xorshift64*: /json needs a cheap random id, not a cryptographic one. One
- * state per loop thread, seeded on first use. */
-static __thread uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    if (rng_state == 0) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        rng_state =
-            ((uint64_t)now.tv_nsec << 20 ^ (uint64_t)now.tv_sec ^ (uint64_t)(uintptr_t)&rng_state) |
-            1;
-    }
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dULL;
-}
 
 /* GET / - seed 002's Express hello world (res.send of a string: text/html). */
 int misc_root(notesd_req_t *r)
@@ -80,16 +61,14 @@ static long count_primes(long n)
 int misc_primes(notesd_req_t *r)
 {
     h2o_req_t *req = r->req;
+    h2o_iovec_t query = request_query(r);
     long below = 100000;
-    int found = 0;
-
-    if (req->query_at != SIZE_MAX)
-        found = validate_query_number(req->path.base + req->query_at + 1,
-                                      req->path.len - req->query_at - 1, "below", config.primes_max,
-                                      &below);
+    int found =
+        validate_query_number(query.base, query.len, "below", r->settings->primes_max, &below);
     if (found < 0) {
         char msg[96];
-        snprintf(msg, sizeof(msg), "below must be a whole number from 0 to %d", config.primes_max);
+        snprintf(msg, sizeof(msg), "below must be a whole number from 0 to %d",
+                 r->settings->primes_max);
         respond_error(r, 400, msg);
         return 0;
     }
@@ -159,9 +138,9 @@ int misc_static(notesd_req_t *r)
 }
 
 /* Adds h2o's file handler behind the dispatcher, on the API port's path "/". */
-void misc_static_setup(h2o_pathconf_t *pathconf)
+void misc_static_setup(h2o_pathconf_t *pathconf, const request_settings_t *settings)
 {
-    if (realpath(config.static_dir, static_root) == NULL)
+    if (realpath(settings->static_dir, static_root) == NULL)
         static_root[0] = '\0'; /* no directory: every /static path is a 404 */
     else
         h2o_file_register(pathconf, static_root, NULL, NULL, 0);

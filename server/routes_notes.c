@@ -9,10 +9,8 @@
  * (routes.h) picks the handler by path and method; the request's context
  * carries the query while it waits (request.h).
  */
-#include <cJSON.h>
 #include <string.h>
 #include "body.h"
-#include "config.h"
 #include "log.h"
 #include "loop.h"
 #include "render.h"
@@ -20,23 +18,6 @@
 #include "routes.h"
 #include "statements.h"
 #include "validate.h"
-
-/* The request's clean-up: a query still waiting or running is cancelled (its
- * result, if it comes, is dropped), and the parsed body is freed. */
-static void on_note_dispose(notesd_req_t *r)
-{
-    pool_query_cancel(&this_loop->pool, &r->u.db.query);
-    cJSON_Delete(r->u.db.input.json);
-}
-
-/* Prepares the request's query; the context itself was created by the dispatcher. */
-static struct request_db *db_of(notesd_req_t *r, int statement)
-{
-    r->on_dispose = on_note_dispose;
-    r->u.db.query.statement = statement;
-    r->u.db.query.data = r;
-    return &r->u.db;
-}
 
 static void note_row_from(PGresult *res, int row, note_row_t *out)
 {
@@ -147,7 +128,6 @@ static void on_query_done(pool_query_t *q, PGresult *res, enum pool_error err)
 /* Hands the query to the pool, or answers 503 at once when it will not wait. */
 static int run(notesd_req_t *r)
 {
-    r->u.db.query.cb = on_query_done;
     switch (pool_query(&this_loop->pool, &r->u.db.query)) {
     case POOL_ADMITTED:
         break; /* on_query_done answers; it may already have */
@@ -187,7 +167,7 @@ static int parse_body(notesd_req_t *r)
     int repeated, status;
     const char *type = header_of(req, H2O_TOKEN_CONTENT_TYPE, &type_len, &repeated);
     const char *encoding;
-    size_t limit = (size_t)config.max_body_bytes;
+    size_t limit = r->settings->max_body_bytes;
 
     if ((status = body_check_type(type, type_len, msg, sizeof(msg))) != 0) {
         respond_error(r, status, msg);
@@ -222,7 +202,7 @@ static int parse_body(notesd_req_t *r)
 int notes_get(notesd_req_t *r)
 {
     const char *err;
-    struct request_db *db = db_of(r, STMT_GET_NOTE);
+    struct request_db *db = request_db(r, STMT_GET_NOTE, on_query_done);
     if (validate_note_id(r->param.base, r->param.len, db->id, &err) != 0) {
         respond_error(r, 400, err);
         return 0;
@@ -234,27 +214,23 @@ int notes_get(notesd_req_t *r)
 /* GET /notes?tag= */
 int notes_list(notesd_req_t *r)
 {
-    h2o_req_t *req = r->req;
-    const char *err, *query = "";
-    size_t query_len = 0, tag_len;
+    h2o_iovec_t query = request_query(r);
+    const char *err;
+    size_t tag_len;
 
-    if (req->query_at != SIZE_MAX) {
-        query = req->path.base + req->query_at + 1;
-        query_len = req->path.len - req->query_at - 1;
-    }
-    char *tag = h2o_mem_alloc_pool(&req->pool, query_len + 1);
-    if (validate_tag_query(query, query_len, tag, &tag_len, &err) != 0) {
+    char *tag = h2o_mem_alloc_pool(&r->req->pool, query.len + 1);
+    if (validate_tag_query(query.base, query.len, tag, &tag_len, &err) != 0) {
         respond_error(r, 400, err);
         return 0;
     }
-    db_of(r, STMT_LIST_BY_TAG)->query.params[0] = tag;
+    request_db(r, STMT_LIST_BY_TAG, on_query_done)->query.params[0] = tag;
     return run(r);
 }
 
 /* POST /notes */
 int notes_insert(notesd_req_t *r)
 {
-    struct request_db *db = db_of(r, STMT_INSERT_NOTE);
+    struct request_db *db = request_db(r, STMT_INSERT_NOTE, on_query_done);
     if (parse_body(r) != 0)
         return 0;
     db->query.params[0] = db->input.title;
@@ -267,7 +243,7 @@ int notes_insert(notesd_req_t *r)
 int notes_update(notesd_req_t *r)
 {
     const char *err;
-    struct request_db *db = db_of(r, STMT_UPDATE_NOTE);
+    struct request_db *db = request_db(r, STMT_UPDATE_NOTE, on_query_done);
     /* Both checks before any query: a bad request writes nothing. */
     if (validate_note_id(r->param.base, r->param.len, db->id, &err) != 0) {
         respond_error(r, 400, err);

@@ -1,16 +1,16 @@
 /*
- * validate.c - id, query-string and JSON-body checks (see validate.h).
+ * validate.c - id, query-string, path and JSON-body checks (see validate.h);
+ * the body's JSON syntax is json_strict.c's.
  *
  * Deliberately stricter than the reference app where the reference would fail
  * later, inside PostgreSQL: a NUL byte or invalid UTF-8 can never be stored in
  * a text column, so it is refused here, before a connection is used.
  */
-#include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <cJSON.h>
+#include "json_strict.h"
 #include "validate.h"
 
 int validate_note_id(const char *s, size_t len, char canon[21], const char **err)
@@ -86,53 +86,6 @@ size_t validate_decode_path(const char *s, size_t len, char *out)
     return percent_decode(s, len, out, 0);
 }
 
-size_t validate_origin_form(const char *target, size_t len)
-{
-    size_t i;
-
-    if (len > 0 && target[0] == '/')
-        return 0;
-    if (len >= 7 && strncasecmp(target, "http://", 7) == 0)
-        i = 7;
-    else if (len >= 8 && strncasecmp(target, "https://", 8) == 0)
-        i = 8;
-    else
-        return SIZE_MAX;
-    while (i < len && target[i] != '/' && target[i] != '?')
-        i++; /* the authority, which routing does not need */
-    return i;
-}
-
-int validate_framing(const char *head, size_t len, const char **err)
-{
-    const char *line = head, *end = head + len;
-    int lengths = 0, chunked = 0, first = 1;
-
-    while (line < end) {
-        const char *nl = memchr(line, '\n', (size_t)(end - line));
-        size_t n = (nl != NULL ? nl : end) - line;
-        if (n == 0 || (n == 1 && line[0] == '\r'))
-            break; /* the empty line that ends the head */
-        if (!first && n >= 15 && strncasecmp(line, "content-length:", 15) == 0)
-            lengths++;
-        else if (!first && n >= 18 && strncasecmp(line, "transfer-encoding:", 18) == 0)
-            chunked = 1;
-        first = 0; /* the request line */
-        if (nl == NULL)
-            break;
-        line = nl + 1;
-    }
-    if (lengths > 1) {
-        *err = "Content-Length given more than once";
-        return -1;
-    }
-    if (lengths > 0 && chunked) {
-        *err = "Content-Length and Transfer-Encoding together";
-        return -1;
-    }
-    return 0;
-}
-
 int validate_utf8(const char *str, size_t len)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -201,23 +154,29 @@ int validate_query_param(const char *query, size_t len, const char *name, const 
     return found;
 }
 
+int validate_whole_number(const char *s, size_t len, long max, long *out)
+{
+    long n = 0;
+
+    if (len == 0)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9' || n > (max - (s[i] - '0')) / 10)
+            return -1;
+        n = n * 10 + (s[i] - '0');
+    }
+    *out = n;
+    return 0;
+}
+
 int validate_query_number(const char *query, size_t len, const char *name, long max, long *out)
 {
     const char *v;
     size_t vlen;
-    long n = 0;
 
     if (validate_query_param(query, len, name, &v, &vlen) == 0 || v == NULL)
         return 0;
-    if (vlen == 0)
-        return -1;
-    for (size_t i = 0; i < vlen; i++) {
-        if (v[i] < '0' || v[i] > '9' || n > (max - (v[i] - '0')) / 10)
-            return -1;
-        n = n * 10 + (v[i] - '0');
-    }
-    *out = n;
-    return 1;
+    return validate_whole_number(v, vlen, max, out) == 0 ? 1 : -1;
 }
 
 int validate_tag_query(const char *query, size_t len, char *out, size_t *out_len, const char **err)
@@ -242,34 +201,6 @@ int validate_tag_query(const char *query, size_t len, char *out, size_t *out_len
         return -1;
     }
     return 0;
-}
-
-/* Looks inside the JSON strings of a body for what JSON.parse refuses but cJSON
- * lets through: raw control characters. Also finds the escape \u0000, which
- * cJSON would decode to a NUL byte that silently cuts the C string short.
- * Returns NULL when the text is fine, or the reason for a 400. */
-static const char *prescan_json_strings(const char *s, size_t len)
-{
-    int in_string = 0;
-
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (!in_string) {
-            if (c == '"')
-                in_string = 1;
-            continue;
-        }
-        if (c == '"') {
-            in_string = 0;
-        } else if (c < 0x20) {
-            return "request body is not valid JSON (control character in a string)";
-        } else if (c == '\\' && i + 1 < len) {
-            if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0)
-                return "strings must not contain NUL (\\u0000)";
-            i++; /* skip the escaped character, so \\" does not end the string */
-        }
-    }
-    return NULL;
 }
 
 /* The value of member `name`; with duplicate keys the last one, as JSON.parse keeps. */
@@ -297,203 +228,6 @@ static const char *string_field(cJSON *obj, const char *name, const char **err, 
     return item->valuestring;
 }
 
-/* ---- strict JSON syntax (RFC 8259), checked before cJSON parses ----------------------------
- * cJSON is lenient where JSON.parse is not (leading zeros, "1.", control characters
- * between tokens); the reference app answers those bodies with 400, so we do too. */
-
-typedef struct json_scan {
-    const char *p, *end;
-    int depth;
-    const char *start; /* the text, for offsets into `fix` */
-    char *fix;         /* NULL, or a copy of the text in which lone surrogates are rewritten */
-    size_t lone;       /* lone surrogate escapes seen */
-} json_scan_t;
-
-#define JSON_MAX_DEPTH 512
-
-static void skip_ws(json_scan_t *s)
-{
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
-        s->p++;
-}
-
-static int scan_value(json_scan_t *s);
-
-static int scan_literal(json_scan_t *s, const char *word)
-{
-    size_t n = strlen(word);
-    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
-        return 0;
-    s->p += n;
-    return 1;
-}
-
-static int scan_digits(json_scan_t *s)
-{
-    const char *start = s->p;
-    while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
-        s->p++;
-    return s->p > start;
-}
-
-static int scan_number(json_scan_t *s)
-{
-    if (s->p < s->end && *s->p == '-')
-        s->p++;
-    if (s->p < s->end && *s->p == '0') {
-        s->p++; /* no leading zeros: "01" is not a number */
-    } else if (!scan_digits(s)) {
-        return 0;
-    }
-    if (s->p < s->end && *s->p == '.') {
-        s->p++;
-        if (!scan_digits(s))
-            return 0;
-    }
-    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
-        s->p++;
-        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
-            s->p++;
-        if (!scan_digits(s))
-            return 0;
-    }
-    return 1;
-}
-
-static unsigned hex4(const char *p)
-{
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++)
-        v = v << 4 |
-            (unsigned)(isdigit((unsigned char)p[i]) ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
-    return v;
-}
-
-/* A \u escape of a UTF-16 surrogate without its partner. JSON.parse keeps it
- * in the string, and node-postgres's UTF-8 encoding stores it as U+FFFD; cJSON
- * refuses it, so the copy it parses says \ufffd instead. */
-static void lone_surrogate(json_scan_t *s, const char *digits)
-{
-    s->lone++;
-    if (s->fix != NULL)
-        memcpy(s->fix + (digits - s->start), "fffd", 4);
-}
-
-static int scan_string(json_scan_t *s)
-{
-    const char *high = NULL; /* the digits of a high surrogate waiting for its low half */
-
-    if (s->p >= s->end || *s->p != '"')
-        return 0;
-    for (s->p++; s->p < s->end; s->p++) {
-        unsigned char c = (unsigned char)*s->p;
-        if (c == '"') {
-            if (high != NULL)
-                lone_surrogate(s, high);
-            s->p++;
-            return 1;
-        }
-        if (c < 0x20)
-            return 0;
-        if (c == '\\' && ++s->p >= s->end)
-            return 0;
-        if (c != '\\' || *s->p != 'u') {
-            if (c == '\\' && (*s->p == '\0' || strchr("\"\\/bfnrt", *s->p) == NULL))
-                return 0;
-            if (high != NULL)
-                lone_surrogate(s, high);
-            high = NULL;
-            continue;
-        }
-        for (int i = 0; i < 4; i++)
-            if (++s->p >= s->end || !isxdigit((unsigned char)*s->p))
-                return 0;
-        const char *digits = s->p - 3;
-        unsigned v = hex4(digits);
-        if (v >= 0xdc00 && v <= 0xdfff) {
-            if (high == NULL)
-                lone_surrogate(s, digits);
-            high = NULL; /* a pair, or a lone low half */
-        } else {
-            if (high != NULL)
-                lone_surrogate(s, high);
-            high = v >= 0xd800 && v <= 0xdbff ? digits : NULL;
-        }
-    }
-    return 0;
-}
-
-static int scan_container(json_scan_t *s, char close, int is_object)
-{
-    if (++s->depth > JSON_MAX_DEPTH)
-        return 0;
-    s->p++; /* the opening bracket */
-    skip_ws(s);
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
-        s->depth--;
-        return 1;
-    }
-    for (;;) {
-        if (is_object) {
-            if (!scan_string(s))
-                return 0;
-            skip_ws(s);
-            if (s->p >= s->end || *s->p++ != ':')
-                return 0;
-            skip_ws(s);
-        }
-        if (!scan_value(s))
-            return 0;
-        skip_ws(s);
-        if (s->p >= s->end)
-            return 0;
-        if (*s->p == close) {
-            s->p++;
-            s->depth--;
-            return 1;
-        }
-        if (*s->p++ != ',')
-            return 0;
-        skip_ws(s);
-    }
-}
-
-static int scan_value(json_scan_t *s)
-{
-    if (s->p >= s->end)
-        return 0;
-    switch (*s->p) {
-    case '{':
-        return scan_container(s, '}', 1);
-    case '[':
-        return scan_container(s, ']', 0);
-    case '"':
-        return scan_string(s);
-    case 't':
-        return scan_literal(s, "true");
-    case 'f':
-        return scan_literal(s, "false");
-    case 'n':
-        return scan_literal(s, "null");
-    default:
-        return scan_number(s);
-    }
-}
-
-/* 1 if `text` is exactly one JSON value with optional whitespace around it;
- * counts lone surrogates into *lone, and rewrites them in `fix` when given. */
-static int json_is_strict(const char *text, size_t len, char *fix, size_t *lone)
-{
-    json_scan_t s = {text, text + len, 0, text, fix, 0};
-    skip_ws(&s);
-    if (!scan_value(&s))
-        return 0;
-    skip_ws(&s);
-    *lone = s.lone;
-    return s.p == s.end;
-}
-
 int validate_note_body(const char *body, size_t len, note_input_t *in, const char **err)
 {
     memset(in, 0, sizeof(*in));
@@ -505,21 +239,11 @@ int validate_note_body(const char *body, size_t len, note_input_t *in, const cha
         *err = "request body must be UTF-8 without NUL bytes";
         return -1;
     }
-    if ((*err = prescan_json_strings(body, len)) != NULL)
+    char *fixed; /* the body with its lone surrogates rewritten, if it has any */
+    if ((*err = json_strict_check(body, len, &fixed)) != NULL)
         return -1;
-    size_t lone = 0;
-    cJSON *json = NULL;
-    if (json_is_strict(body, len, NULL, &lone)) {
-        char *fixed = lone > 0 ? malloc(len) : NULL; /* rare: only for lone surrogates */
-        if (fixed != NULL) {
-            memcpy(fixed, body, len);
-            if (json_is_strict(body, len, fixed, &lone))
-                json = cJSON_ParseWithLength(fixed, len);
-            free(fixed);
-        } else if (lone == 0) {
-            json = cJSON_ParseWithLength(body, len);
-        }
-    }
+    cJSON *json = cJSON_ParseWithLength(fixed != NULL ? fixed : body, len);
+    free(fixed);
     if (json == NULL) {
         *err = "request body is not valid JSON";
         return -1;

@@ -19,6 +19,12 @@
  * decimal text, NUL-terminated (at most 20 bytes + NUL). */
 NOTESD_MUSTCHECK int validate_note_id(const char *s, size_t len, char canon[21], const char **err);
 
+/* Reads `s` as a whole number in 0..max: ASCII digits only (no sign, space
+ * or point), not empty; leading zeros are allowed. Returns 0 and sets *out,
+ * or -1 (for anything else, and before it could overflow). The one parser of
+ * numbers in paths and query strings. */
+NOTESD_MUSTCHECK int validate_whole_number(const char *s, size_t len, long max, long *out);
+
 /* The one query-string parser. Finds parameter `name` in a raw query string
  * (the part after '?'), comparing keys after decoding them as Node's
  * querystring does. Returns how often it occurs: 0, 1, or 2 for "more than
@@ -46,22 +52,6 @@ NOTESD_MUSTCHECK int validate_tag_query(const char *query, size_t len, char *out
  * it leaves anyway). No '+' rule: that is the query string's. `out` must hold
  * `len` bytes; returns the decoded length. */
 size_t validate_decode_path(const char *s, size_t len, char *out);
-
-/* Where the origin-form path starts in a request target (RFC 9112 section
- * 3.2): 0 for "/path", the offset just past the authority for the absolute
- * form "http://host:port/path" (a scheme of http or https, any case); the
- * path there may be empty ("http://host"), which means "/". SIZE_MAX for
- * anything else ("*", "host/path"). */
-size_t validate_origin_form(const char *target, size_t len);
-
-/* Checks the framing fields of an HTTP/1 request head, as h2o 2.2.5 does not:
- * a second Content-Length field, or Content-Length together with
- * Transfer-Encoding, makes the body's length ambiguous (RFC 9112 section
- * 6.3), so the request must be refused and the connection closed. Node's
- * parser, under Express, refuses a repeated Content-Length even when the
- * values agree, and so does this. `head` starts with the request line; the
- * scan stops at the empty line that ends the head, or at `len`. */
-NOTESD_MUSTCHECK int validate_framing(const char *head, size_t len, const char **err);
 
 /* Returns 1 when `s` is valid UTF-8 without NUL bytes, 0 otherwise. */
 int validate_utf8(const char *s, size_t len);

@@ -10,10 +10,25 @@
 # valgrind under ASan, a missing tool) is not a pass.
 # Integration tests start their own PostgreSQL in a temporary directory (as the
 # `postgres` user when run as root) and the real notesd binary on free ports.
+#
+#   tests/run.sh --quick   the loop for working on server/: step 2 only, without
+#                          the docker/ and load-tool tests (loadtests/, and the
+#                          integration suites verify and harness, which drive the
+#                          load tools end to end): the style, unit and server
+#                          integration tests of the strict build, once. About two
+#                          minutes on an idle 2-core machine once the build is
+#                          there (three with other builds running); the full run
+#                          above is what CI and the README run.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+QUICK=0
+case "${1:-}" in
+  --quick) QUICK=1 ;;
+  "") ;;
+  *) echo "usage: tests/run.sh [--quick]" >&2; exit 2 ;;
+esac
 "$REPO/server/build.sh" --test-deps --deps-only
 
 total_passed=0
@@ -47,6 +62,14 @@ run_suite() {
     total_skipped=$((total_skipped + skipped))
   fi
 }
+
+if [[ $QUICK == 1 ]]; then
+  CTEST_ARGS="-L ^(style|unit|integration)$ -LE ^(docker|loadtests)$ -E ^integration_(verify|harness)$" \
+    run_suite "strict build (quick: style, unit, integration)" "$REPO/build-test"
+  echo "== all suites"
+  echo "$total_passed passed, $total_failed failed, $total_skipped skipped"
+  exit $status
+fi
 
 run_suite "strict build" "$REPO/build-test"
 run_suite "sanitizers (ASan+UBSan)" "$REPO/build-asan" -DNOTESD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug

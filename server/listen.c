@@ -1,0 +1,195 @@
+/*
+ * listen.c - admission: listeners, their states and connection budgets, and
+ * accepting (see listen.h).
+ */
+#include <arpa/inet.h>
+#include <assert.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "listen.h"
+#include "log.h"
+
+static void on_accept(h2o_socket_t *listener, const char *err);
+
+/* Every state change of a listener goes through here: only an ACCEPTING
+ * listener is watched, so a full or starved one costs the loop nothing. */
+static void listener_set_state(listener_t *l, enum listener_state state)
+{
+    assert(l->state != LISTENER_CLOSED);
+    if (state == LISTENER_ACCEPTING && l->state != LISTENER_ACCEPTING)
+        h2o_socket_read_start(l->sock, on_accept);
+    else if (state != LISTENER_ACCEPTING && l->state == LISTENER_ACCEPTING)
+        h2o_socket_read_stop(l->sock);
+    if (state == LISTENER_CLOSED) {
+        h2o_timeout_unlink(&l->backoff_entry);
+        h2o_socket_close(l->sock);
+        l->sock = NULL;
+    }
+    l->state = state;
+}
+
+/* Moves every listener of the loop that draws on `budget` from `from` to `to`:
+ * the API and TLS listeners share one, so both stop when it is spent and both
+ * start again when a place frees up. */
+static void budget_move(listeners_t *set, conn_budget_t *budget, enum listener_state from,
+                        enum listener_state to)
+{
+    listener_t *all[] = {&set->api, &set->tls, &set->metrics};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (all[i]->budget == budget && all[i]->state == from) {
+            if (to == LISTENER_FULL)
+                STAT_ADD(set->stats->accept_paused_full, 1);
+            listener_set_state(all[i], to);
+        }
+}
+
+static void on_connection_closed(void *data)
+{
+    listener_t *l = data;
+    STAT_SUB(l->set->stats->open_connections, 1);
+    l->budget->open--;
+    /* One place is free again: take the next clients from the backlog. */
+    budget_move(l->set, l->budget, LISTENER_FULL, LISTENER_ACCEPTING);
+}
+
+static void on_backoff_end(h2o_timeout_entry_t *entry)
+{
+    listener_t *l = H2O_STRUCT_FROM_MEMBER(listener_t, backoff_entry, entry);
+    if (l->state != LISTENER_BACKOFF)
+        return;
+    if (l->budget->open < l->budget->max) {
+        listener_set_state(l, LISTENER_ACCEPTING);
+    } else {
+        STAT_ADD(l->set->stats->accept_paused_full, 1);
+        listener_set_state(l, LISTENER_FULL);
+    }
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+    listener_t *l = listener->data;
+    listeners_t *set = l->set;
+    conn_budget_t *budget = l->budget;
+    h2o_socket_t *sock;
+
+    if (err != NULL)
+        return;
+    /* Accept everything that is waiting, so a burst costs one wake-up, up to the limit. */
+    while (budget->open < budget->max) {
+        if ((sock = h2o_evloop_socket_accept(listener)) == NULL) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* The listener stays readable, and epoll is level-triggered: retrying
+                 * now would spin. The clients wait in the backlog meanwhile. */
+                STAT_ADD(set->stats->accept_paused_fds, 1);
+                if (!l->starved) /* once per episode, not every 100 ms */
+                    log_warn("accept: %s; pausing 100 ms at a time until one is free (%zu "
+                             "connections open)",
+                             strerror(errno), budget->open);
+                l->starved = 1;
+                listener_set_state(l, LISTENER_BACKOFF);
+                h2o_timeout_link(set->loop, &set->backoff, &l->backoff_entry);
+            }
+            return; /* EAGAIN: nothing more waiting */
+        }
+        budget->open++;
+        l->starved = 0;
+        STAT_ADD(set->stats->open_connections, 1);
+        if (l != &set->metrics)
+            STAT_ADD(set->stats->accepted, 1);
+        sock->on_close.cb = on_connection_closed;
+        sock->on_close.data = l;
+        h2o_accept(&l->accept, sock);
+    }
+    budget_move(set, budget, LISTENER_ACCEPTING, LISTENER_FULL);
+}
+
+void listen_init(listeners_t *set, stats_loop_t *stats)
+{
+    memset(set, 0, sizeof(*set));
+    set->stats = stats;
+    listener_t *all[] = {&set->api, &set->tls, &set->metrics};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        all[i]->fd = -1;
+        all[i]->state = LISTENER_CLOSED;
+        all[i]->set = set;
+    }
+    set->api.budget = set->tls.budget = &set->api_budget; /* one share for both */
+    set->metrics.budget = &set->metrics_budget;
+}
+
+int listen_bind(const char *host, int port, int reuseport, int *bound)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV},
+                    *res;
+    struct sockaddr_storage addr;
+    socklen_t addrlen = sizeof(addr);
+    char portstr[16];
+    int fd, on = 1, rc;
+
+    snprintf(portstr, sizeof(portstr), "%d", port);
+    if ((rc = getaddrinfo(host, portstr, &hints, &res)) != 0) {
+        log_error("cannot listen on %s:%d: %s (an IP address is expected)", host, port,
+                  gai_strerror(rc));
+        return -1;
+    }
+    if ((fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
+        (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) != 0) ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, H2O_SOMAXCONN) != 0 ||
+        getsockname(fd, (struct sockaddr *)&addr, &addrlen) != 0) {
+        log_error("cannot listen on %s:%d: %s", host, port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
+    freeaddrinfo(res);
+    *bound = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
+                                              : ((struct sockaddr_in *)&addr)->sin_port);
+    return fd;
+}
+
+static void watch_listener(listener_t *l, h2o_context_t *ctx, h2o_hostconf_t **hosts,
+                           SSL_CTX *ssl_ctx)
+{
+    if (l->fd < 0)
+        return;
+    l->accept.ctx = ctx;
+    l->accept.hosts = hosts;
+    l->accept.ssl_ctx = ssl_ctx; /* h2o does the handshake, then ALPN picks the protocol */
+    l->backoff_entry.cb = on_backoff_end;
+    l->sock = h2o_evloop_socket_create(ctx->loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
+    l->sock->data = l;
+    l->state = LISTENER_FULL; /* watched from the next line on */
+    listener_set_state(l, LISTENER_ACCEPTING);
+}
+
+void listen_start(listeners_t *set, h2o_context_t *ctx, h2o_hostconf_t **api_hosts,
+                  h2o_hostconf_t **metrics_hosts, SSL_CTX *ssl_ctx)
+{
+    set->loop = ctx->loop;
+    h2o_timeout_init(ctx->loop, &set->backoff, 100);
+    watch_listener(&set->api, ctx, api_hosts, NULL);
+    watch_listener(&set->tls, ctx, api_hosts, ssl_ctx);
+    watch_listener(&set->metrics, ctx, metrics_hosts, NULL);
+}
+
+void listen_stop(listeners_t *set)
+{
+    listener_t *all[] = {&set->api, &set->tls, &set->metrics};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (all[i]->state != LISTENER_CLOSED)
+            listener_set_state(all[i], LISTENER_CLOSED);
+}
+
+void listen_dispose(listeners_t *set)
+{
+    h2o_timeout_dispose(set->loop, &set->backoff);
+}

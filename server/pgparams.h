@@ -1,0 +1,44 @@
+/*
+ * pgparams.h - how every connection of the pools opens: libpq's connection
+ * parameters, built once at start-up and shared, read-only, by every loop's pool.
+ *
+ * Owns the keyword and value arrays handed to PQconnectStartParams, the
+ * `options` string with the session settings the result parsing relies on
+ * (DateStyle ISO, IntervalStyle postgres, extra_float_digits, and
+ * statement_timeout from QUERY_TIMEOUT_MS), and the numeric address of every
+ * host of DB_URL. Those are resolved here, at start-up, where blocking is
+ * allowed: libpq is then given `hostaddr` and never calls getaddrinfo() on the
+ * loop. Everything is sent in the startup packet, so whatever defaults the
+ * database or its role carry cost no round trip and change no byte of a
+ * response.
+ */
+#ifndef NOTESD_PGPARAMS_H
+#define NOTESD_PGPARAMS_H
+
+#include <stddef.h>
+#include "compiler.h"
+#include "pgconn.h"
+#include "pool.h"
+
+typedef struct pgparams {
+    const char *keywords[12], *values[12]; /* for PQconnectStartParams, NULL-terminated */
+    char *options;        /* libpq's `options`: the URL's (or PGOPTIONS), then our -c settings */
+    char *hostaddr;       /* numeric address per host of the URL, or NULL */
+    pgconn_params_t conn; /* what pgconn_start takes: the above, pipeline mode (--pipeline
+                             or --prepared), the statements to prepare (--prepared) */
+} pgparams_t;
+
+/* Parses db_url and builds the parameters for pools with `pool`'s settings
+ * (its query timeout, --prepared and --pipeline; every loop's pool has the
+ * same). Every host name of db_url (one, or a comma-separated list) is
+ * resolved into a matching hostaddr list: the only blocking DNS lookups.
+ * Returns 0, or -1 with a one-line message in `err` when db_url cannot be
+ * parsed or a host name cannot be resolved. Ownership: `p` keeps pointers to
+ * db_url and `statements`, which must outlive it; pgparams_free frees the rest. */
+NOTESD_MUSTCHECK int pgparams_build(pgparams_t *p, const char *db_url, const pool_settings_t *pool,
+                                    const pgconn_statement_t *statements, size_t nstatements,
+                                    char *err, size_t errlen);
+
+void pgparams_free(pgparams_t *p);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * timers.h - the loop's timer service: one timerfd per loop and a min-heap of deadlines.
+ *
+ * Owns the timerfd and the heap; the entries are their owners' memory (a
+ * request's context, a pool connection, the lag probe), linked in and out
+ * without allocating. Deadlines are CLOCK_MONOTONIC nanoseconds (stats_now_ns's
+ * clock) and the timerfd is armed for the earliest one, so a timer fires at its
+ * instant to the loop's wake-up, never early, whatever the wall clock does
+ * (h2o's timeouts run on the loop's cached gettimeofday milliseconds). Used by
+ * the lag probe, the pool's connect and query deadlines, and the requests that
+ * answer later (/delay, /fault's delay, /drip's chunks) or pause the loop
+ * (/stall).
+ *
+ * The timerfd is re-armed only when an entry earlier than the one it is armed
+ * for arrives. An entry that leaves the heap does not disarm it: the wake-up it
+ * then causes finds nothing due and arms the next one. So the common case, a
+ * query deadline linked when a query is sent and unlinked when its result
+ * comes, costs no system call.
+ *
+ * One service per loop, used by that loop's thread only.
+ */
+#ifndef NOTESD_TIMERS_H
+#define NOTESD_TIMERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <h2o.h>
+
+typedef struct timer_entry timer_entry_t;
+
+/* Called once when the entry's deadline has come; the entry is unlinked
+ * first, so the callback may link it again. */
+typedef void (*timer_cb)(timer_entry_t *entry);
+
+/* Ownership: the owner's memory, which must stay valid while it is linked. */
+struct timer_entry {
+    timer_cb cb;     /* set by the owner before linking */
+    uint64_t due_ns; /* while linked: when it fires */
+    size_t index;    /* position in the heap plus one; 0 while not linked */
+};
+
+typedef struct timers {
+    h2o_socket_t *sock;   /* watches the timerfd; NULL before timers_start */
+    timer_entry_t **heap; /* by due_ns, earliest first; grows, never shrinks */
+    size_t len, cap;      /* entries linked, and room */
+    uint64_t armed_ns;    /* the instant the timerfd is set for; 0: not armed */
+} timers_t;
+
+/* On the loop's own thread, once its event loop exists: opens the timerfd.
+ * Returns 0, or -1 with errno set. */
+int timers_start(timers_t *t, h2o_loop_t *loop);
+
+/* Closes the timerfd and frees the heap; entries still linked are dropped
+ * (unlinked, never called). */
+void timers_stop(timers_t *t);
+
+/* Calls e->cb at `due_ns` (stats_now_ns's clock; a deadline already passed
+ * fires on the next turn of the loop). `e` must not be linked. */
+void timers_link(timers_t *t, timer_entry_t *e, uint64_t due_ns);
+
+/* Takes `e` out, if linked: its callback will not run. */
+void timers_unlink(timers_t *t, timer_entry_t *e);
+
+static inline int timers_is_linked(const timer_entry_t *e)
+{
+    return e->index != 0;
+}
+
+/* How many entries are linked. */
+static inline size_t timers_pending(const timers_t *t)
+{
+    return t->len;
+}
+
+/* Runs every entry that is due at `now_ns`, earliest first, then arms the
+ * timerfd for the next one; what the timerfd's wake-up does (on_timerfd, with
+ * stats_now_ns()). For tests that drive the heap without waiting. */
+void timers_run(timers_t *t, uint64_t now_ns);
+
+#endif

@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""User-space instructions per request, counted by callgrind.
+
+    tests/tools/callgrind_per_request.py [--bin BUILD/notesd ...] [--path /json ...]
+                                         [--requests 2000] [--rounds 3]
+
+Runs notesd under `valgrind --tool=callgrind` twice per round: once with 100
+keep-alive requests on one connection and once with 100 + REQUESTS, then ends
+it with SIGTERM. Start-up, the first connection to the database and shutdown
+are the same in both runs, so the difference of the two totals (callgrind's
+`totals:` line, every instruction the process ran in user space: notesd, h2o,
+libpq, libc), divided by REQUESTS, is what one request costs. The lag probe is
+slowed to one tick a minute and the pool holds one connection, so nothing that
+depends on how long a run takes is counted; what is left of that (h2o's Date
+header, refreshed once a second) is a few instructions per request. Several
+binaries are measured round by round, alternating, and the median of the
+rounds printed per binary and path.
+
+It starts a PostgreSQL of its own (tests/integration/pg_fixture.py), or uses
+the one NOTESD_PGSTATE names. A measurement, not a test: it asserts only that
+every request got 200.
+"""
+import argparse
+import http.client
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+
+WARM = 100
+
+
+def total_instructions(binary, db_url, path, n, out):
+    """Callgrind's total Ir for a server's life in which `path` is asked WARM + n times."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "POOL_", "LAG_"))}
+    env.update({"DB_URL": db_url, "PORT": "0", "HOST": "127.0.0.1", "METRICS_PORT": "0",
+                "POOL_MAX": "1", "LAG_INTERVAL_MS": "60000", "LOG_LEVEL": "warn"})
+    proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                             binary], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        port = None
+        for line in proc.stdout:
+            m = re.search(r"listening on http://\S+:(\d+)", line)
+            if m:
+                port = int(m.group(1))
+                break
+        if port is None:
+            raise SystemExit(f"{binary} did not start")
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        for _ in range(WARM + n):
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            resp.read()
+            if resp.status != 200:
+                raise SystemExit(f"{path}: status {resp.status}")
+        conn.close()
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with open(out) as f:
+        for line in f:
+            if line.startswith(("totals:", "summary:")):
+                return int(line.split()[1])
+    raise SystemExit(f"no totals in {out}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", action="append", help="notesd binary (repeatable) [build/notesd]")
+    ap.add_argument("--path", action="append", help="path to ask (repeatable) [/json, /notes/1]")
+    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    binaries = args.bin or [os.path.join(REPO, "build", "notesd")]
+    paths = args.path or ["/json", "/notes/1"]
+
+    tmp = tempfile.mkdtemp(prefix="notesd-callgrind-")
+    own_pg = "NOTESD_PGSTATE" not in os.environ
+    if own_pg:
+        import pg_fixture
+        os.environ["NOTESD_PGSTATE"] = os.path.join(tmp, "pg.json")
+        pg_fixture.start(os.environ["NOTESD_PGSTATE"])
+    try:
+        from notes_testlib import create_database
+        db_url = create_database("callgrind")
+        out = os.path.join(tmp, "callgrind.out")
+        results = {(b, p): [] for b in binaries for p in paths}
+        for r in range(args.rounds):
+            for p in paths:
+                for b in binaries:
+                    few = total_instructions(b, db_url, p, 0, out)
+                    many = total_instructions(b, db_url, p, args.requests, out)
+                    per = (many - few) / args.requests
+                    results[(b, p)].append(per)
+                    print(f"round {r + 1}: {b} {p}: {per:,.0f} instructions per request",
+                          flush=True)
+        print("median of the rounds:")
+        for (b, p), values in results.items():
+            print(f"  {b} {p}: {statistics.median(values):,.0f} "
+                  f"(rounds: {', '.join(f'{v:,.0f}' for v in values)})")
+    finally:
+        if own_pg:
+            import pg_fixture
+            pg_fixture.stop(os.environ["NOTESD_PGSTATE"])
+        for name in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, name))
+        os.rmdir(tmp)
+
+
+if __name__ == "__main__":
+    main()

@@ -13,7 +13,7 @@
 #
 #   tests/run.sh --quick   the loop for working on server/: step 2 only, without
 #                          the docker/ and load-tool tests (loadtests/, and the
-#                          integration suites verify and harness, which drive the
+#                          integration suites verify, harness and harness_peers, which drive the
 #                          load tools end to end): the style, unit and server
 #                          integration tests of the strict build, once. About two
 #                          minutes on an idle 2-core machine once the build is
@@ -64,7 +64,7 @@ run_suite() {
 }
 
 if [[ $QUICK == 1 ]]; then
-  CTEST_ARGS="-L ^(style|unit|integration)$ -LE ^(docker|loadtests)$ -E ^integration_(verify|harness)$" \
+  CTEST_ARGS="-L ^(style|unit|integration)$ -LE ^(docker|loadtests)$ -E ^integration_(verify|harness|harness_peers)$" \
     run_suite "strict build (quick: style, unit, integration)" "$REPO/build-test"
   echo "== all suites"
   echo "$total_passed passed, $total_failed failed, $total_skipped skipped"

@@ -24,7 +24,8 @@ kustomization directories) and checks the objects:
   - the k6 TestRun (k6.io/v1alpha1): parallelism, the script mounted where
     localFile points, the ConfigMap byte-identical to loadtests/k6/ (every
     script and lib/) and loadtests/mixes.json, every key mounted, remote write
-    to the monitoring Prometheus every second, a testid tag.
+    to the monitoring Prometheus every second, a testid tag from TESTID
+    (never --tag, which would replace the script's tags).
 
 Exit status: 0 passed, 1 failed, 77 (CTest's skip) without a kubectl whose
 kustomize is v4 or newer (Debian 12's kubernetes-client 1.20 embeds v2).
@@ -406,8 +407,13 @@ def check_k6(objs, monitoring_objs, notesd_objs):
                 problems.append(f"TestRun {part}: {key} mounted at {path}, not as {'/'.join(want_parts[1:])}")
     runner_env = {e["name"]: e.get("value") for e in tr["runner"].get("env", [])}
     args = tr.get("arguments", "")
-    if "-o experimental-prometheus-rw" not in args or not re.search(r"--tag testid=\S+", args):
-        problems.append("TestRun arguments need -o experimental-prometheus-rw and --tag testid=...")
+    if "-o experimental-prometheus-rw" not in args:
+        problems.append("TestRun arguments need -o experimental-prometheus-rw")
+    if re.search(r"(^|\s)--tag(\s|=)", args):
+        problems.append("TestRun arguments must not --tag: it replaces the script's tags "
+                        "(runtime, mode, round); TESTID adds testid to them")
+    if not runner_env.get("TESTID"):
+        problems.append("the TestRun's runners need TESTID (the testid tag of every sample)")
     prom = one(monitoring_objs, "Prometheus")
     want_url = f"http://prometheus-operated.{prom['metadata']['namespace']}.svc:9090/api/v1/write"
     if runner_env.get("K6_PROMETHEUS_RW_SERVER_URL") != want_url:

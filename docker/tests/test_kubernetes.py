@@ -3,9 +3,12 @@
 
     /usr/bin/python3 docker/tests/test_kubernetes.py
 
-Renders every overlay with `kubectl kustomize --load-restrictor
-LoadRestrictionsNone` (the SQL and k6 scripts come from outside the
-kustomization directories) and checks the objects:
+Renders every overlay with `kubectl kustomize DIR` and no flags, with kustomize's
+default load restrictor, as `kubectl apply -k` and GitOps tools (Argo CD, Flux)
+build them, and checks the objects:
+
+  - the overlays' copies of sql/ and loadtests/k6/ (docker/kubernetes/sync.py
+    --check) are byte-identical to the originals, none missing or left over;
 
   - each overlay has the kinds it promises, every object a name, the namespace
     notesd, and every image a pinned tag (no :latest);
@@ -97,8 +100,8 @@ def kubectl():
 
 
 def render(exe, rel):
-    r = subprocess.run([exe, "kustomize", "--load-restrictor", "LoadRestrictionsNone",
-                        os.path.join(K8S, rel)], capture_output=True, text=True)
+    # no --load-restrictor: what `kubectl apply -k` and GitOps tools do
+    r = subprocess.run([exe, "kustomize", os.path.join(K8S, rel)], capture_output=True, text=True)
     if r.returncode != 0:
         raise AssertionError(f"kubectl kustomize {rel}: {r.stderr.strip()}")
     return r.stdout, [d for d in yaml.safe_load_all(r.stdout) if d]
@@ -435,6 +438,10 @@ def main():
     print(f"kubectl {exe}, kustomize {kv}")
     defaults, readme = readme_defaults()
     c = Checks()
+    sync = subprocess.run([sys.executable, os.path.join(K8S, "sync.py"), "--check"],
+                          capture_output=True, text=True)
+    c.run("the overlays' copies of sql/ and loadtests/k6/ (sync.py --check)",
+          [] if sync.returncode == 0 else sync.stdout.strip().splitlines())
     rendered = {}
     for rel in EXPECTED_KINDS:
         try:

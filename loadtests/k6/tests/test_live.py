@@ -76,20 +76,21 @@ class Scripts(unittest.TestCase):
                 self.assertEqual(run.metric("checks", "fails"), 0)
 
     def test_open_model_feasible_rate_drops_nothing(self):
-        # 100/s with 50 VUs ready: room for answers up to 0.5 s late (a shared machine) before
-        # k6 needs a VU it has not got; the database pool is opened beforehand
+        # 50/s with 100 VUs ready: k6 needs a VU it has not got only when answers are 2 s
+        # late, which a shared machine's busy moments (reads of 0.5 s were seen) stay far
+        # from; the database pool is opened beforehand
         self.server.warm()
-        run = self.run_script("notes-open.js", {"MODE": "read", "RATE": "100", "DURATION": SECONDS,
-                                                "PRE_VUS": "50", "MAX_VUS": "200"},
+        run = self.run_script("notes-open.js", {"MODE": "read", "RATE": "50", "DURATION": SECONDS,
+                                                "PRE_VUS": "100", "MAX_VUS": "200"},
                               name="open-feasible")
-        data = self.assert_reconciled(run, at_least=150)
+        data = self.assert_reconciled(run, at_least=90)
         self.assertEqual(run.metric("dropped_iterations", "count") or 0, 0,
                          "a feasible rate dropped iterations")
         self.assertTrue(run.summary["metrics"]["dropped_iterations"]["thresholds"]["count==0"]["ok"])
         # constant-arrival-rate started RATE x DURATION iterations (k6 2.2 also starts one at
-        # the very end: 201 for 100/s over 2 s), one request each
+        # the very end: 101 for 50/s over 2 s), one request each
         iterations = int(run.metric("iterations", "count"))
-        self.assertIn(iterations, (200, 201))
+        self.assertIn(iterations, (100, 101))
         self.assertEqual(data["client"]["total"], iterations)
 
     def test_open_model_infeasible_rate_drops_and_fails_its_threshold(self):

@@ -30,14 +30,37 @@ def parse_fixture(case):
 
 
 class Parse(unittest.TestCase):
+    """Figures read off the captured k6-summary.json files by hand."""
+
     def test_all_answered(self):
         r = parse_fixture("delay")
-        self.assertEqual(r.requests, 390)
+        self.assertEqual(r.requests, 396)
         self.assertEqual(r.errors.total(), 0)
-        self.assertEqual(r.rps, 190.3741)
-        self.assertEqual(r.duration_s, 2.0486117)
+        self.assertEqual(r.rps, 194.08655905394613)
+        self.assertEqual(r.duration_s, 2.040326759)
         self.assertEqual((r.latency.mean, r.latency.p50, r.latency.p90, r.latency.p99,
-                          r.latency.max), (50.2214, 50.3071, 58.0415, 59.8127, 60.2946))
+                          r.latency.max),
+                         (50.83131654040404, 50.204885000000004, 59.298238, 62.65186115000001,
+                          71.925785))
+
+    def test_count_run(self):
+        r = parse_fixture("json")      # shared-iterations: exactly the 2,000 asked for
+        self.assertEqual(r.requests, 2000)
+        self.assertEqual(r.errors.total(), 0)
+        self.assertEqual(r.latency.p99, 18.901450679999996)
+
+    def test_refused_are_connect_errors_not_requests(self):
+        r = parse_fixture("refused")
+        self.assertEqual(r.requests, 0)
+        self.assertEqual(r.errors.connect, 50)
+        self.assertEqual(r.errors.total(), 50)
+        self.assertIsNone(r.latency.p50)   # k6 reports zeros; no answer, no latency
+
+    def test_404_is_non2xx(self):
+        r = parse_fixture("notfound")
+        self.assertEqual(r.requests, 200)
+        self.assertEqual(r.errors.non2xx, 200)
+        self.assertEqual(r.errors.total(), 200)
 
     def test_errors_by_kind_from_the_scripts_counters(self):
         r = parse_fixture("mixed")

@@ -246,6 +246,25 @@ def disagreements(data):
     return "\n".join(lines) if lines else "None: every figure agreed with the server."
 
 
+def caveats(data):
+    """What each tool's adapter says about its own figures (ToolResult.notes): one line per
+    tool, a note that only some runs carried named with those runs ("in omission")."""
+    lines = []
+    for t in installed(data):
+        runs = [(check, r["result"]) for check, r in (t.get("runs") or {}).items()
+                if r and r.get("result")]
+        seen = {}
+        for check, res in runs:
+            for note in res.get("notes", []):
+                seen.setdefault(note, []).append(check)
+        if not seen:
+            continue
+        parts = [note if len(checks) == len(runs) else f"{note} (in {', '.join(checks)})"
+                 for note, checks in seen.items()]
+        lines.append(f"- **{t['tool']}**: " + "; ".join(parts) + ".")
+    return "\n".join(lines) if lines else "No tool added a caveat to its figures."
+
+
 def markdown(data):
     parts = ["# Load-tool conformance scorecard\n", header(data), "## Summary\n", summary(data),
              "\nA verdict's bracket holds its error: server − tool requests (counts), the worst "
@@ -261,6 +280,7 @@ def markdown(data):
     if data.get("protocols"):
         parts += ["## 7. Protocols\n", section_protocols(data), ""]
     parts += ["## Where a tool and the server disagree\n", disagreements(data), ""]
+    parts += ["## What the tools say about their own figures\n", caveats(data), ""]
     return "\n".join(parts) + "\n"
 
 

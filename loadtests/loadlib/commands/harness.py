@@ -7,7 +7,6 @@ import gzip
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -85,7 +84,7 @@ def parse_args(argv):
     ap.add_argument("--allow-remote-db", action="store_true",
                     help="accept a DB_URL whose host is not on this machine (its notes table is dropped and reseeded)")
     ap.add_argument("--tool", choices=("auto", "k6", "wrk"), default="auto",
-                    help="load tool: k6 when it is on PATH, else wrk (default auto)")
+                    help="load tool: k6 when K6 names one or it is on PATH, else wrk (default auto)")
     a = ap.parse_args(argv)
 
     base = dict(SEED)

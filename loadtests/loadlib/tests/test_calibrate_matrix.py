@@ -202,8 +202,10 @@ class Specs(unittest.TestCase):
 class Scorecard(unittest.TestCase):
     def data(self):
         counts = run(1000, {"requests": 1004})
+        counts["result"]["notes"] = ["hey's CSV gives 0.1 ms resolution"]
         lat = run(latency={"p50": 50.4, "p90": 58.3, "p99": 61.0, "mean": 50.3, "max": 62.0},
                   server={"mean_ms": 50.1})
+        lat["result"]["notes"] = ["hey's CSV gives 0.1 ms resolution", "hey dropped 3"]
         over = run(10000, {"requests": 10000, "cpu_s": 0.5}, cpu_s=0.9, duration_s=1.0)
         checks = {"counts": m.judge_counts(counts), "latency": m.judge_latency(lat),
                   "errors": m.skipped("errors", "server lacks the /fault route"),
@@ -233,6 +235,9 @@ class Scorecard(unittest.TestCase):
         self.assertIn("| k6 | — | not installed: install it from its upstream package |", text)
         self.assertIn("SKIP (server lacks the /fault route)", text)
         self.assertIn("lacking: fault", text)
+        # a caveat of every run once; one of some runs with those runs named
+        self.assertIn("- **hey**: hey's CSV gives 0.1 ms resolution (in counts, latency); "
+                      "hey dropped 3 (in latency).", text)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ sys.dont_write_bytecode = True
 
 import k6live  # noqa: E402
 
-K6 = k6live.require_k6()
+K6 = k6live.require_k6("k6 into Prometheus and every k6 dashboard query")
 if not shutil.which("prometheus"):
     print("SKIP no prometheus on PATH (Debian package prometheus)", flush=True)
     sys.exit(k6live.SKIP)

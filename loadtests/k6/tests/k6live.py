@@ -4,7 +4,7 @@ notes_template, one k6 run with the server's /metrics scraped on either side,
 and loadtests/reconcile on the result.
 
     import k6live
-    k6 = k6live.require_k6()                  # exits 77 with the reason when k6 is missing
+    k6 = k6live.require_k6("what this test runs")   # exits 77 saying why when k6 is missing
     server = k6live.Server("k6_live")         # notesd on its own copy of the 200,000 rows
     run = k6live.run_script(k6, server, "notes.js", {"MODE": "read", "VUS": "10"}, workdir)
     run.reconcile()                           # loadtests/reconcile --tolerance 0
@@ -41,12 +41,12 @@ THRESHOLDS_FAILED = 99
 RUN_TIMEOUT_S = 120
 
 
-def require_k6():
-    """The k6 binary (K6, else PATH), or exit 77 (CTest's skip) saying why and what
-    the test skips."""
+def require_k6(skipped):
+    """The k6 binary (K6, else PATH), or exit 77 (CTest's skip) saying why and what the
+    test skips (`skipped`: what it would have run)."""
     path = k6tool.path()
     if path is None:
-        print(f"SKIP {os.path.basename(sys.argv[0])}: {k6tool.missing()}", flush=True)
+        print(f"SKIP {os.path.basename(sys.argv[0])}, {skipped}: {k6tool.missing()}", flush=True)
         sys.exit(SKIP)
     print(f"k6 {k6tool.version(path) or '?'} at {path}", flush=True)
     return path

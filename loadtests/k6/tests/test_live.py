@@ -24,7 +24,7 @@ import unittest
 
 import k6live
 
-K6 = k6live.require_k6()
+K6 = k6live.require_k6("every k6 script run against notesd and reconciled, and run.sh --tool k6")
 k6live.require_notesd_and_postgres()
 from loadlib.tools import k6 as k6tool  # noqa: E402
 

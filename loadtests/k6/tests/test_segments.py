@@ -34,7 +34,7 @@ import urllib.request
 
 import k6live
 
-K6 = k6live.require_k6()
+K6 = k6live.require_k6("k6 split over 2 and 3 runners as the k6-operator does it")
 k6live.require_notesd_and_postgres()
 
 HELLO = {"WARMUP": "120", "WARMUP_WINDOW": "1s", "ITERATIONS": "3000", "VUS": "12"}

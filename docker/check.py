@@ -617,16 +617,40 @@ def check_metric_names():
     return problems
 
 
+def k6_pinned():
+    """The k6 version the tests run, as loadtests/loadlib/tools/k6.py pins it."""
+    text = (ROOT / "loadtests" / "loadlib" / "tools" / "k6.py").read_text()
+    return re.search(r'^PINNED = "([^"]+)"', text, re.M).group(1)
+
+
 def check_k6_trend_stats():
-    """The TestRun asks k6 for the same trend stats as compose.yaml, so the
-    dashboards' k6_*_pNN names exist in both setups."""
-    want = compose(HERE / "compose.yaml")["services"]["k6"]["environment"]["K6_PROMETHEUS_RW_TREND_STATS"]
-    runner = (load_yaml(TESTRUN)["spec"].get("runner") or {})
+    """The TestRun runs k6 as compose.yaml does: the same trend stats and push
+    interval (so the dashboards' k6_*_pNN names exist in both setups), the same
+    image at the pinned version (loadtests/loadlib/tools/k6.py PINNED, the
+    release the tests run), testid from TESTID and no --tag on the command line
+    (a --tag replaces the script's tags: runtime, mode, round)."""
+    k6 = compose(HERE / "compose.yaml")["services"]["k6"]
+    cenv = k6["environment"]
+    spec = load_yaml(TESTRUN)["spec"]
+    runner = spec.get("runner") or {}
     env = {e["name"]: e.get("value") for e in runner.get("env", [])}
-    if env.get("K6_PROMETHEUS_RW_TREND_STATS") != want:
-        return [f"{rel(TESTRUN)} K6_PROMETHEUS_RW_TREND_STATS is {env.get('K6_PROMETHEUS_RW_TREND_STATS')!r}, "
-                f"compose.yaml's k6 has {want!r}"]
-    return []
+    problems = []
+    for var in ("K6_PROMETHEUS_RW_TREND_STATS", "K6_PROMETHEUS_RW_PUSH_INTERVAL"):
+        if env.get(var) != cenv.get(var):
+            problems.append(f"{rel(TESTRUN)} {var} is {env.get(var)!r}, compose.yaml's k6 has "
+                            f"{cenv.get(var)!r}")
+    want = f"grafana/k6:{k6_pinned()}"
+    if k6.get("image") != want:
+        problems.append(f"compose.yaml's k6 image is {k6.get('image')!r}, the pinned k6 is {want}")
+    for part in ("initializer", "runner", "starter"):
+        image = (spec.get(part) or {}).get("image")
+        if image is not None and image != want:
+            problems.append(f"{rel(TESTRUN)} {part} image is {image!r}, the pinned k6 is {want}")
+    if not env.get("TESTID"):
+        problems.append(f"{rel(TESTRUN)}: the runners need TESTID (the testid tag of every sample)")
+    if re.search(r"(^|\s)--tag(\s|=)", spec.get("arguments", "")):
+        problems.append(f"{rel(TESTRUN)}: no --tag in arguments, it replaces the script's tags")
+    return problems
 
 
 # ---------------------------------------------------------------- checks: compose
@@ -736,9 +760,12 @@ def check_prometheus_service():
         problems.append("k6 must run with -o experimental-prometheus-rw")
     if (k6.get("environment") or {}).get("K6_PROMETHEUS_RW_SERVER_URL") != "http://prometheus:9090/api/v1/write":
         problems.append("k6 K6_PROMETHEUS_RW_SERVER_URL must be http://prometheus:9090/api/v1/write")
-    for var in ("MODE", "VUS", "DURATION", "RT", "ROUND", "BASE_URL"):
+    for var in ("MODE", "VUS", "DURATION", "RT", "ROUND", "TESTID", "BASE_URL"):
         if var not in (k6.get("environment") or {}):
             problems.append(f"k6 environment lacks {var}")
+    if any(a == "--tag" or str(a).startswith("--tag=") for a in kcmd):
+        problems.append("k6 must not run with --tag: it replaces the script's tags (runtime, mode, "
+                        "round), which every dashboard panel selects; TESTID adds testid to them")
     return problems
 
 
@@ -1158,7 +1185,8 @@ def main():
     report.run("dashboard queries are valid PromQL (promtool check rules)", check_promql_syntax)
     report.run("metric-name extractor self-test", check_extractor)
     report.run("dashboard metric names exist in notesd, the peer, postgres_exporter or k6", check_metric_names)
-    report.run("k6 trend stats: the TestRun asks for compose.yaml's", check_k6_trend_stats)
+    report.run("k6: the TestRun runs the pinned k6 as compose.yaml does (trend stats, push "
+               "interval, image, TESTID, no --tag)", check_k6_trend_stats)
     report.run("compose files parse", check_compose_parse)
     report.run("images pinned (compose, build args, FROM), no :latest", check_images_pinned)
     report.run("server and peers wait for a healthy database", check_depends_healthy)

@@ -18,8 +18,10 @@
 #   --warmup D           wait after the first 200 before the first test (30s)
 #   --out DIR            results (loadtests/results/<UTC timestamp>/)
 #   --allow-remote-db    accept a DB_URL host that is not this machine
-#   --tool auto|k6|wrk   load tool (auto: k6 when on PATH, else wrk); k6 is not in Debian
-#                        or npm: docker/README.md runs it as a Compose service
+#   --tool auto|k6|wrk   load tool (auto: k6 when K6=/path/to/k6 names one or k6 is on PATH,
+#                        else wrk); k6 is not in Debian or npm (loadtests/README.md, "k6");
+#                        with k6, each test also keeps k6's web dashboard report
+#                        (k6-report.html) when the k6 at hand has the dashboard
 #
 # For each target in each round it resets the notes table (sql/localdb.sh reset,
 # or sql/reset.sql through psql when DB_URL is set), starts the target pinned to

@@ -157,7 +157,7 @@ def hq(q, metric, by, sel):
 # k6's samples arrive by remote write (experimental-prometheus-rw), named by its
 # output: counters k6_<metric>_total, gauges k6_<metric>, rates k6_<metric>_rate,
 # trends one gauge per stat in K6_PROMETHEUS_RW_TREND_STATS (k6_<metric>_p99, in
-# seconds). Every sample carries the run's tags: testid (--tag), runtime (RT,
+# seconds). Every sample carries the run's tags: testid (TESTID), runtime (RT,
 # the same name as the server's job), scenario, name (the route), and with the
 # k6-operator instance_id (one per runner pod).
 K6 = 'testid=~"$testid", runtime=~"$job"'

@@ -3,9 +3,12 @@
 
     /usr/bin/python3 docker/tests/test_kubernetes.py
 
-Renders every overlay with `kubectl kustomize --load-restrictor
-LoadRestrictionsNone` (the SQL and k6 scripts come from outside the
-kustomization directories) and checks the objects:
+Renders every overlay with `kubectl kustomize DIR` and no flags, with kustomize's
+default load restrictor, as `kubectl apply -k` and GitOps tools (Argo CD, Flux)
+build them, and checks the objects:
+
+  - the overlays' copies of sql/ and loadtests/k6/ (docker/kubernetes/sync.py
+    --check) are byte-identical to the originals, none missing or left over;
 
   - each overlay has the kinds it promises, every object a name, the namespace
     notesd, and every image a pinned tag (no :latest);
@@ -24,7 +27,8 @@ kustomization directories) and checks the objects:
   - the k6 TestRun (k6.io/v1alpha1): parallelism, the script mounted where
     localFile points, the ConfigMap byte-identical to loadtests/k6/ (every
     script and lib/) and loadtests/mixes.json, every key mounted, remote write
-    to the monitoring Prometheus every second, a testid tag.
+    to the monitoring Prometheus every second, a testid tag from TESTID
+    (never --tag, which would replace the script's tags).
 
 Exit status: 0 passed, 1 failed, 77 (CTest's skip) without a kubectl whose
 kustomize is v4 or newer (Debian 12's kubernetes-client 1.20 embeds v2).
@@ -96,8 +100,8 @@ def kubectl():
 
 
 def render(exe, rel):
-    r = subprocess.run([exe, "kustomize", "--load-restrictor", "LoadRestrictionsNone",
-                        os.path.join(K8S, rel)], capture_output=True, text=True)
+    # no --load-restrictor: what `kubectl apply -k` and GitOps tools do
+    r = subprocess.run([exe, "kustomize", os.path.join(K8S, rel)], capture_output=True, text=True)
     if r.returncode != 0:
         raise AssertionError(f"kubectl kustomize {rel}: {r.stderr.strip()}")
     return r.stdout, [d for d in yaml.safe_load_all(r.stdout) if d]
@@ -408,8 +412,13 @@ def check_k6(objs, monitoring_objs, notesd_objs):
                 problems.append(f"TestRun {part}: {key} mounted at {path}, not as {'/'.join(want_parts[1:])}")
     runner_env = {e["name"]: e.get("value") for e in tr["runner"].get("env", [])}
     args = tr.get("arguments", "")
-    if "-o experimental-prometheus-rw" not in args or not re.search(r"--tag testid=\S+", args):
-        problems.append("TestRun arguments need -o experimental-prometheus-rw and --tag testid=...")
+    if "-o experimental-prometheus-rw" not in args:
+        problems.append("TestRun arguments need -o experimental-prometheus-rw")
+    if re.search(r"(^|\s)--tag(\s|=)", args):
+        problems.append("TestRun arguments must not --tag: it replaces the script's tags "
+                        "(runtime, mode, round); TESTID adds testid to them")
+    if not runner_env.get("TESTID"):
+        problems.append("the TestRun's runners need TESTID (the testid tag of every sample)")
     prom = one(monitoring_objs, "Prometheus")
     want_url = f"http://prometheus-operated.{prom['metadata']['namespace']}.svc:9090/api/v1/write"
     if runner_env.get("K6_PROMETHEUS_RW_SERVER_URL") != want_url:
@@ -431,6 +440,10 @@ def main():
     print(f"kubectl {exe}, kustomize {kv}")
     defaults, metrics_doc = documented()
     c = Checks()
+    sync = subprocess.run([sys.executable, os.path.join(K8S, "sync.py"), "--check"],
+                          capture_output=True, text=True)
+    c.run("the overlays' copies of sql/ and loadtests/k6/ (sync.py --check)",
+          [] if sync.returncode == 0 else sync.stdout.strip().splitlines())
     rendered = {}
     for rel in EXPECTED_KINDS:
         try:

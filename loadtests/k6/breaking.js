@@ -19,7 +19,7 @@
 //   ABORT               stop the test when it breaks       (true)
 //   BELOW               send ?below=N (unset: the server's default, 100000)
 //   GRACEFUL_RAMP_DOWN  time given to running requests when VUs go away (60s)
-//   RT, ROUND tags; SUMMARY: write summary JSON to this file
+//   RT, ROUND, TESTID tags; SUMMARY: write summary JSON to this file
 
 import exec from 'k6/execution';
 import { Trend } from 'k6/metrics';

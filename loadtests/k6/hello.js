@@ -18,7 +18,7 @@
 //   ITERATIONS     measured requests                          (1000000)
 //   VUS            measured concurrency                       (100)
 //   MAX_DURATION   longest the measured scenario may take     (30m)
-//   RT, ROUND tags; SUMMARY: write summary JSON to this file
+//   RT, ROUND, TESTID tags; SUMMARY: write summary JSON to this file
 
 import { env, envInt, parseDuration, runTags, makeIteration, SUMMARY_TREND_STATS, SYSTEM_TAGS } from './lib/k6run.js';
 import { summaryOutputs } from './lib/summary.js';

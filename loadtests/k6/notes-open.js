@@ -15,7 +15,7 @@
 //   PRE_VUS   VUs allocated before the start          (100)
 //   MAX_VUS   most VUs k6 may add to keep the rate    (1000)
 //   MAX_ID    largest note id to ask for              (200000)
-//   RT, ROUND tags; SUMMARY: write summary JSON to this file
+//   RT, ROUND, TESTID tags; SUMMARY: write summary JSON to this file
 //
 // Thresholds: any failed request, failed check or dropped iteration (k6 ran
 // out of VUs to keep the rate) marks the run failed.

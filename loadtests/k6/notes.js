@@ -22,6 +22,7 @@
 //   MAX_ID    largest note id to ask for   (200000, the seeded rows)
 //   RT        runtime tag (e.g. notesd, node, bun, deno)
 //   ROUND     round tag
+//   TESTID    testid tag, one per run (the dashboards pick runs by it)
 //   SUMMARY   write the summary data as JSON to this file
 //
 // Thresholds: any failed request or failed status check marks the run failed.

@@ -15,7 +15,7 @@
 //   BELOW               send ?below=N (unset: the server's default, 100000)
 //   TIMEOUT             per-request timeout                (60s)
 //   GRACEFUL_RAMP_DOWN  time given to running requests when VUs go away (60s)
-//   RT, ROUND tags; SUMMARY: write summary JSON to this file
+//   RT, ROUND, TESTID tags; SUMMARY: write summary JSON to this file
 
 import { env, envInt, parseStages, runTags, makeIteration, SUMMARY_TREND_STATS, SYSTEM_TAGS } from './lib/k6run.js';
 import { summaryOutputs } from './lib/summary.js';

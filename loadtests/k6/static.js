@@ -14,7 +14,7 @@
 //   VUS           concurrent connections             (100)
 //   ITERATIONS    requests in total                  (1000000)
 //   MAX_DURATION  longest the run may take           (30m)
-//   RT, ROUND tags; SUMMARY: write summary JSON to this file
+//   RT, ROUND, TESTID tags; SUMMARY: write summary JSON to this file
 
 import { env, envInt, runTags, makeIteration, SUMMARY_TREND_STATS, SYSTEM_TAGS } from './lib/k6run.js';
 import { summaryOutputs } from './lib/summary.js';

@@ -12,7 +12,7 @@
 //   STAGES              ramp as duration:target,...        (2m:2500,3m:10000,2m:10000,30s:0)
 //   GRACEFUL_RAMP_DOWN  time given to running requests when VUs go away (30s)
 //   TIMEOUT             per-request timeout                (60s)
-//   RT, ROUND tags; SUMMARY: write summary JSON to this file
+//   RT, ROUND, TESTID tags; SUMMARY: write summary JSON to this file
 //
 // Thresholds mark any failed request; they do not stop the ramp.
 

@@ -364,9 +364,10 @@ test('notes.js: the comparison\'s options by default', async () => {
 test('notes.js: every knob comes from -e', async () => {
   const { mod, sent, checks } = await loadScript('notes.js', {
     BASE_URL: 'http://127.0.0.1:9999/', MODE: 'write', VUS: '5', DURATION: '10s', RT: 'bun', ROUND: '2', MAX_ID: '50',
+    TESTID: 'bun-write-2',
   });
   assert.deepEqual(mod.options.scenarios, { write: { executor: 'constant-vus', vus: 5, duration: '10s' } });
-  assert.deepEqual(mod.options.tags, { runtime: 'bun', round: '2', mode: 'write' });
+  assert.deepEqual(mod.options.tags, { runtime: 'bun', round: '2', mode: 'write', testid: 'bun-write-2' });
   for (let i = 0; i < 200; i++) mod.default();
   assert.equal(sent.length, 200);
   for (const s of sent) {
@@ -510,10 +511,12 @@ test('static.js: GET /static/app.min.js, 1,000,000 requests at VUS', async () =>
 test('every script writes its options.tags under notesd_test in the summary JSON', async () => {
   const data = { ...SAMPLE, metrics: { ...SAMPLE.metrics, vus_at_failure: { type: 'trend', values: { min: 1 } } } };
   for (const file of ['notes.js', 'notes-open.js', 'status.js', 'primes.js', 'breaking.js', 'hello.js', 'static.js']) {
-    const { mod } = await loadScript(file, { SUMMARY: 'out/s.json', RT: 'deno', ROUND: '3' });
+    const { mod } = await loadScript(file, { SUMMARY: 'out/s.json', RT: 'deno', ROUND: '3', TESTID: 'deno-3' });
     const written = JSON.parse(mod.handleSummary(data)['out/s.json']);
     assert.deepEqual(written.notesd_test, { tags: mod.options.tags }, file);
     assert.equal(written.notesd_test.tags.runtime, 'deno', file);
     assert.equal(written.notesd_test.tags.round, '3', file);
+    // testid joins the script's tags (a `k6 run --tag` would replace them all)
+    assert.equal(written.notesd_test.tags.testid, 'deno-3', file);
   }
 });

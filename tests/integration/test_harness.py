@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""The comparison harness end to end, small: loadtests/run.sh runs notesd for one
-round of read, write and json (2 s each, 8 connections) against a PostgreSQL of
+"""The comparison harness end to end, small: loadtests/run.sh --tool wrk runs notesd
+for one round of read, write and json (2 s each, 8 connections) against a PostgreSQL of
 this test's own, and its results must be complete and consistent: one entry per
 test, no failed request, client and server counts reconciled, startup time
 recorded, charts that are well-formed SVG, and each test's scrapes as OpenMetrics
-(metrics.om) that promtool accepts.
+(metrics.om) that promtool accepts. wrk by name, not run.sh's default (k6 when it is
+at hand): the same run with k6 is loadtests/k6/tests/test_live.py's.
 
     NOTESD_REPO=/path/to/repo /usr/bin/python3 tests/integration/test_harness.py
 
@@ -51,7 +52,8 @@ class HarnessTest(unittest.TestCase):
         cls.env = {k: v for k, v in os.environ.items() if k not in ("DB_URL", "PORT", "METRICS_PORT")}
         cls.env.update({"NOTESD_PGDATA": os.path.join(cls.tmp, "pgdata"), "NOTESD_PGPORT": str(free_port_in(18100, 18199)),
                         "NOTESD_BIN": BIN, "ASAN_OPTIONS": "detect_leaks=0"})
-        argv = [os.path.join(REPO, "loadtests", "run.sh"), *cls.TARGETS, "--rounds", "1", "--modes", ",".join(cls.MODES),
+        argv = [os.path.join(REPO, "loadtests", "run.sh"), *cls.TARGETS, "--tool", "wrk", "--rounds", "1",
+                "--modes", ",".join(cls.MODES),
                 "--duration", "2s", "--vus", str(VUS), "--pause", "0", "--warmup", "0", "--out", cls.out]
         t0 = time.monotonic()
         proc = subprocess.Popen(argv, env=cls.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

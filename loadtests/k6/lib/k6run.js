@@ -81,8 +81,12 @@ export function targetAt(stages, seconds, startVUs = 0) {
   return from;
 }
 
-// The tags every sample of a run carries (runtime, round, mode); unset RT or
-// ROUND are left out rather than sent empty.
+// The tags every sample of a run carries (runtime, round, mode, testid); unset
+// RT, ROUND or TESTID are left out rather than sent empty.
+// testid comes from -e TESTID (or the environment), not from `k6 run --tag
+// testid=...`: a --tag on the command line replaces options.tags instead of
+// adding to them, so samples pushed to Prometheus would lose runtime, mode and
+// round, and with them every dashboard panel that selects runtime.
 /** @returns {Record<string, string>} */
 export function runTags(mode) {
   /** @type {Record<string, string>} */
@@ -90,6 +94,7 @@ export function runTags(mode) {
   if (env('RT', '')) tags.runtime = env('RT', '');
   if (env('ROUND', '')) tags.round = env('ROUND', '');
   tags.mode = mode;
+  if (env('TESTID', '')) tags.testid = env('TESTID', '');
   return tags;
 }
 

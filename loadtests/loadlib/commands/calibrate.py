@@ -3,6 +3,7 @@
     loadtests/calibrate [--out report.md] [--json raw.json] [--seconds 5]
     loadtests/calibrate --base-url http://127.0.0.1:8080 [--metrics-url http://127.0.0.1:9091/metrics]
     loadtests/calibrate --tools all|h2load,ab,... [--smoke] [--out report.md] [--json raw.json]
+    loadtests/calibrate --tools k6 --merge calibration/latest-scorecard.json [--out ...] [--json ...]
 
 Without --base-url it starts build/notesd itself on 127.0.0.1:18220 (metrics
 on 19220; --port, --metrics-port), pinned to CPU 1 with `taskset -c 1`, and
@@ -549,9 +550,15 @@ def parse_args():
                    "load tools (loadlib/tools adapters)")
     p.add_argument("--smoke", action="store_true",
                    help="with --tools: the counts check only, about 2 s per tool")
+    p.add_argument("--merge", metavar="SCORECARD_JSON",
+                   help="with --tools: the scorecard of that earlier full run with the rows of "
+                        "the tools run now replaced or added (e.g. calibration/latest-scorecard"
+                        ".json); the header says which rows came from which run")
     args = p.parse_args()
     if args.smoke and not args.tools:
         p.error("--smoke goes with --tools")
+    if args.merge and not args.tools:
+        p.error("--merge goes with --tools")
     if args.tools and args.base_url:
         p.error("--tools starts its own notesd (it needs TLS and h2c variants); drop --base-url")
     if not 1 <= args.seconds <= 30:
@@ -660,7 +667,18 @@ def main_matrix(p, args):
         calibrate_matrix.selected(tools)
     except ValueError as e:
         p.error(str(e))
+    base = None
+    if args.merge:
+        try:
+            with open(args.merge) as f:
+                base = json.load(f)
+        except (OSError, ValueError) as e:
+            p.error(f"--merge {args.merge}: {e}")
+        if base.get("smoke") or args.smoke:
+            p.error("--merge joins full runs only (no --smoke on either side)")
     data = calibrate_matrix.run_matrix(tools, args.notesd, smoke=args.smoke)
+    if args.merge:
+        data = calibrate_scorecard.merge(base, data)
     outdir = os.path.join(LOADTESTS, "results", "calibrate-" + data["started"].replace(":", ""))
     print(calibrate_scorecard.write(data, outdir, args.out, args.json))
     log(f"scorecard in {outdir}")

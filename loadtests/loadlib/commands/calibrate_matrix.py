@@ -111,7 +111,8 @@ OMISSION_MAX_SHARE = 0.8
 # The adapters that turn RunSpec.rate into the tool's own rate option (see each
 # adapter's docstring); the others (ab, h2load, siege, wrk, curl) have none.
 RATE_OPTIONS = {"hey": "-q per worker", "httperf": "--rate (a connection per request)",
-                "locust": "constant_throughput per user", "autocannon": "-R",
+                "locust": "constant_throughput per user",
+                "locust-distributed": "constant_throughput per user", "autocannon": "-R",
                 "artillery": "arrivalRate", "loadtest": "requestsPerSecond",
                 "k6": "constant-arrival-rate"}
 

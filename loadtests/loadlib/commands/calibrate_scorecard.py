@@ -31,6 +31,28 @@ def cell(rec):
     return f"{rec['verdict']} ({err:+g})" if isinstance(err, (int, float)) else rec["verdict"]
 
 
+def merge(base, new):
+    """A scorecard of `base` (an earlier run's data) with the rows of the tools `new` ran
+    replaced by, or joined with, new's: tools and their protocol rows. The header keeps
+    base's machine and start and lists under "merged" which rows came from which run."""
+    names = {t["tool"] for t in new["tools"]}
+    out = dict(base)
+    out["tools"] = sorted([t for t in base["tools"] if t["tool"] not in names] + new["tools"],
+                          key=lambda t: t["tool"])
+    out["protocols"] = sorted([p for p in base.get("protocols", []) if p["tool"] not in names]
+                              + new.get("protocols", []), key=lambda p: (p["tool"], p["protocol"]))
+    runs = base.get("merged") or [{"started": base["started"],
+                                   "tools": sorted(t["tool"] for t in base["tools"]),
+                                   "loadavg_start": base.get("loadavg_start"),
+                                   "loadavg_end": base.get("loadavg_end")}]
+    runs = [dict(r, tools=[n for n in r["tools"] if n not in names]) for r in runs]
+    out["merged"] = [r for r in runs if r["tools"]] + [
+        {"started": new["started"], "tools": sorted(names), "seconds_total": new["seconds_total"],
+         "loadavg_start": new.get("loadavg_start"), "loadavg_end": new.get("loadavg_end"),
+         "features": new.get("features")}]
+    return out
+
+
 def installed(data):
     return [t for t in data["tools"] if t["installed"]]
 
@@ -50,6 +72,11 @@ def header(data):
                                      else f"{t['tool']} {t['version']}" for t in installed(data)),
              "- server features: " + (", ".join(have) or "none of the fixture API")
              + (f"; lacking: {', '.join(lack)}" if lack else "")]
+    for r in data.get("merged") or []:
+        load = lambda xs: " ".join(f"{x:.2f}" for x in xs or [])
+        lines.append(f"- rows of {', '.join(r['tools'])}: the run started {r['started']} (load "
+                     f"average {load(r.get('loadavg_start'))} at its start, "
+                     f"{load(r.get('loadavg_end'))} at its end)")
     st = [(c, s) for c, s in data.get("server_timing") or [] if s is not None]
     if st:
         lines.append(f"- `Server-Timing: total` of {len(st)} sequential `GET /delay/50`: median "
@@ -246,6 +273,25 @@ def disagreements(data):
     return "\n".join(lines) if lines else "None: every figure agreed with the server."
 
 
+def caveats(data):
+    """What each tool's adapter says about its own figures (ToolResult.notes): one line per
+    tool, a note that only some runs carried named with those runs ("in omission")."""
+    lines = []
+    for t in installed(data):
+        runs = [(check, r["result"]) for check, r in (t.get("runs") or {}).items()
+                if r and r.get("result")]
+        seen = {}
+        for check, res in runs:
+            for note in res.get("notes", []):
+                seen.setdefault(note, []).append(check)
+        if not seen:
+            continue
+        parts = [note if len(checks) == len(runs) else f"{note} (in {', '.join(checks)})"
+                 for note, checks in seen.items()]
+        lines.append(f"- **{t['tool']}**: " + "; ".join(parts) + ".")
+    return "\n".join(lines) if lines else "No tool added a caveat to its figures."
+
+
 def markdown(data):
     parts = ["# Load-tool conformance scorecard\n", header(data), "## Summary\n", summary(data),
              "\nA verdict's bracket holds its error: server − tool requests (counts), the worst "
@@ -261,6 +307,7 @@ def markdown(data):
     if data.get("protocols"):
         parts += ["## 7. Protocols\n", section_protocols(data), ""]
     parts += ["## Where a tool and the server disagree\n", disagreements(data), ""]
+    parts += ["## What the tools say about their own figures\n", caveats(data), ""]
     return "\n".join(parts) + "\n"
 
 

@@ -21,7 +21,7 @@ from loadlib.procs import loadavg, machine_info
 from loadlib.report import logger
 from loadlib.sampler import Sampler
 from loadlib.server import LOADTESTS, REPO
-from loadlib.tools import wrk
+from loadlib.tools import k6 as k6tool, wrk
 
 TARGETS = ("notesd", "node", "bun", "deno")
 # older spellings still accepted on the command line; results, reports and charts use the name
@@ -36,10 +36,13 @@ STOP_TIMEOUT_S = 20.0
 SEED = {"rounds": 3, "modes": "read,write,mixed,json", "duration": "180s", "vus": 100, "pause": "15s",
         "warmup": "30s"}
 QUICK = {"rounds": 1, "duration": "10s", "pause": "2s", "warmup": "2s"}
-# k6 is in neither Debian nor npm; the Compose stack has it as a service (docker/README.md)
-K6_HINT = ("k6 is not in Debian or npm. Run it from the Compose stack instead, "
-           "`docker compose -f docker/compose.yaml run --rm k6` (docker/README.md, \"Running k6\"), "
-           "install it from its upstream package, or use --tool wrk")
+# k6 is in neither Debian nor npm: K6=/path/to/k6 or k6 on PATH (loadlib/tools/k6.py), or the
+# Compose stack's service (docker/README.md)
+K6_HINT = ("k6 is not in Debian or npm. Put it on PATH or set K6=/path/to/k6, run it from the "
+           "Compose stack instead, `docker compose -f docker/compose.yaml run --rm k6` "
+           "(docker/README.md, \"Running k6\"), or use --tool wrk")
+# k6's web dashboard report of each test, when the k6 at hand has the dashboard (k6tool)
+K6_REPORT = "k6-report.html"
 
 
 log = logger(stream="stdout")   # progress on stdout, errors on stderr
@@ -66,7 +69,7 @@ def parse_args(argv):
     ap.add_argument("--allow-remote-db", action="store_true",
                     help="accept a DB_URL whose host is not on this machine (its notes table is dropped and reseeded)")
     ap.add_argument("--tool", choices=("auto", "k6", "wrk"), default="auto",
-                    help="load tool: k6 when it is on PATH, else wrk (default auto)")
+                    help="load tool: k6 when K6 names one or it is on PATH, else wrk (default auto)")
     a = ap.parse_args(argv)
 
     base = dict(SEED)
@@ -178,9 +181,10 @@ def ensure_binaries(targets):
 
 class Tool:
     def __init__(self, choice, vus, duration_s):
-        k6 = shutil.which("k6")
+        k6 = k6tool.path()
         if choice == "k6" and not k6:
-            raise HarnessError(f"--tool k6: k6 is not on PATH. {K6_HINT}.")
+            raise HarnessError(f"--tool k6: k6 is not on PATH (or K6 names no executable). "
+                               f"{K6_HINT}.")
         if choice in ("auto", "k6") and k6:
             self.name, self.path = "k6", k6
         elif wrk.available():
@@ -210,7 +214,8 @@ class Tool:
                     "-e", f"DURATION={self.duration_s}s", "-e", f"RT={target}", "-e", f"ROUND={rnd}",
                     "-e", f"SUMMARY={self.summary_file(directory)}",
                     os.path.join(LOADTESTS, "k6", "notes.js")]
-            env = {**os.environ, "K6_NO_USAGE_REPORT": "true"}
+            env = {**os.environ, "K6_NO_USAGE_REPORT": "true",
+                   **k6tool.web_dashboard_env(os.path.join(directory, K6_REPORT), self.path)}
         else:
             argv = [self.path, "-t1", f"-c{self.vus}", f"-d{self.duration_s}s", "--timeout", "10s",
                     "-s", os.path.join(LOADTESTS, "wrk", "notes.lua"), base]

@@ -31,10 +31,10 @@ import shutil
 import subprocess
 from urllib.parse import urlsplit
 
-from .base import Latency, RunSpec, ToolResult
+from .base import Latency, RunSpec, ToolResult, install_hint
 
 NAME = "ab"
-INSTALL_HINT = "apt-get install -y apache2-utils"
+INSTALL_HINT = install_hint("apt-get install -y apache2-utils")
 
 PERCENTILES_CSV = "ab-percentiles.csv"
 # A duration run still needs -n (ab sizes its sample array by it, lazily): more

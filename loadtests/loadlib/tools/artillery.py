@@ -37,10 +37,10 @@ import subprocess
 from urllib.parse import urlsplit
 
 from . import _npm
-from .base import Errors, Latency, RunSpec, ToolResult
+from .base import Errors, Latency, RunSpec, ToolResult, install_hint
 
 NAME = "artillery"
-INSTALL_HINT = "loadtests/tools/install.sh"
+INSTALL_HINT = install_hint("loadtests/tools/install.sh")
 
 SCRIPT = "artillery-script.json"
 PROCESSOR = "artillery-processor.js"

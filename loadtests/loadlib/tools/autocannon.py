@@ -26,10 +26,10 @@ import os
 import subprocess
 
 from . import _npm
-from .base import Latency, RunSpec, ToolResult
+from .base import Latency, RunSpec, ToolResult, install_hint
 
 NAME = "autocannon"
-INSTALL_HINT = "loadtests/tools/install.sh"
+INSTALL_HINT = install_hint("loadtests/tools/install.sh")
 
 CONNECT_CODES = ("ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL")
 

@@ -3,7 +3,8 @@
 An adapter is a module in this package with:
 
     NAME: str                   the tool's name in reports ("wrk", "h2load", ...)
-    INSTALL_HINT: str           the command that installs it on Debian 12
+    INSTALL_HINT: str           how to install it on Debian 12: install_hint(the tool's own
+                                command), which names INSTALL_ALL first
     def available() -> bool     is the tool on this machine
     def version() -> str        the tool's own version string
     def command(spec: RunSpec, workdir: str) -> list[str]
@@ -18,6 +19,14 @@ spec's URL (which the runner has checked is loopback or a namespace of ours).
 """
 from dataclasses import dataclass, field, asdict
 from typing import Optional
+
+# The one command that installs every tool Debian 12 and npm have; each adapter's
+# INSTALL_HINT names it first, then how to install that tool alone.
+INSTALL_ALL = "loadtests/tools/install.sh --all"
+
+
+def install_hint(alone: str) -> str:
+    return f"{INSTALL_ALL} (every tool at once; this one alone: {alone})"
 
 
 @dataclass

@@ -40,10 +40,10 @@ import shutil
 import subprocess
 
 from ..quantile import percentile
-from .base import Latency, RunSpec, ToolResult
+from .base import Latency, RunSpec, ToolResult, install_hint
 
 NAME = "curl"
-INSTALL_HINT = "apt-get install -y curl"
+INSTALL_HINT = install_hint("apt-get install -y curl")
 
 CONFIG = "curl-urls.conf"
 WRITE_OUT = "CURLW %{http_code} %{time_total} %{exitcode} %{http_version}\\n"

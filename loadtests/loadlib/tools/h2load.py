@@ -30,10 +30,10 @@ import shutil
 import subprocess
 
 from ..quantile import percentile
-from .base import Latency, RunSpec, ToolResult
+from .base import Latency, RunSpec, ToolResult, install_hint
 
 NAME = "h2load"
-INSTALL_HINT = "apt-get install -y nghttp2-client"
+INSTALL_HINT = install_hint("apt-get install -y nghttp2-client")
 
 LOG_FILE = "h2load-requests.tsv"
 UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}

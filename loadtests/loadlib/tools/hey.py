@@ -32,10 +32,10 @@ import shutil
 import subprocess
 
 from ..quantile import percentile
-from .base import Latency, RunSpec, ToolResult
+from .base import Latency, RunSpec, ToolResult, install_hint
 
 NAME = "hey"
-INSTALL_HINT = "apt-get install -y hey"
+INSTALL_HINT = install_hint("apt-get install -y hey")
 
 
 def available() -> bool:

@@ -37,10 +37,10 @@ import shutil
 import subprocess
 from urllib.parse import urlsplit
 
-from .base import Latency, RunSpec, ToolResult
+from .base import Latency, RunSpec, ToolResult, install_hint
 
 NAME = "httperf"
-INSTALL_HINT = "apt-get install -y httperf"
+INSTALL_HINT = install_hint("apt-get install -y httperf")
 
 
 def available() -> bool:

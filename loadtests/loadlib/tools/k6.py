@@ -1,8 +1,16 @@
-"""k6 (Grafana's): the adapter.
+"""k6 (Grafana's): the adapter, and where the k6 binary is found.
 
-k6 is neither in Debian 12 nor on npm, so it is usually absent here; the
-adapter and its parser are tested on a fixture that follows the data shape
-k6 documents for handleSummary().
+k6 is in neither Debian 12 nor npm. It is found the way users and CI have it:
+the file K6 names when that variable is set (K6=/path/to/k6), else `k6` on
+PATH. `.ci/run` puts the checkout's sibling `../shared/tools/k6` on PATH when
+that directory exists, and CMake passes the k6 it found the same way to the
+tests as K6. The version every pin in the repository names (docker/compose.yaml,
+the TestRun, @types/k6, the docs) is PINNED; loadtests/k6/tests/test_version.py
+compares it with the binary's.
+
+The parser is tested on fixtures in the data shape k6 documents for
+handleSummary(), and the whole adapter live in the conformance matrix
+(loadtests/calibrate --tools all) and its smoke run.
 
 Model, as the generated script sets it up:
 - no rate (closed): `constant-vus`, `connections` VUs for the duration, or
@@ -39,8 +47,14 @@ import subprocess
 from .base import Latency, RunSpec, ToolResult
 
 NAME = "k6"
-INSTALL_HINT = ("k6 is not in Debian or npm: install it from its upstream package, or run the "
-                "scripts in Compose: docker compose -f docker/compose.yaml run --rm k6")
+# The k6 release the tests run and every pin names.
+PINNED = "2.2.0"
+INSTALL_HINT = (f"k6 is in neither Debian nor npm: put k6 {PINNED} (Grafana's release binary or "
+                "package) on PATH or set K6=/path/to/k6; .ci/run uses ../shared/tools/k6 when it "
+                "exists. Or run the scripts in Compose: docker compose -f docker/compose.yaml run "
+                "--rm k6")
+# k6's built-in web dashboard and its HTML export (K6_WEB_DASHBOARD_EXPORT) came with v0.49.0.
+WEB_DASHBOARD_SINCE = (0, 49, 0)
 
 SCRIPT = "k6-script.js"
 SUMMARY = "k6-summary.json"
@@ -83,14 +97,56 @@ export function handleSummary(data) {
 """
 
 
+def path():
+    """The k6 binary: the file K6 names when K6 is set (None when that is not an
+    executable file: an explicit choice is not second-guessed by PATH), else `k6` on
+    PATH, else None."""
+    chosen = os.environ.get("K6", "")
+    if chosen:
+        return os.path.abspath(chosen) if os.path.isfile(chosen) and os.access(chosen, os.X_OK) \
+            else None
+    return shutil.which("k6")
+
+
+def missing() -> str:
+    """Why there is no k6, and how to get one (for skip messages)."""
+    chosen = os.environ.get("K6", "")
+    if chosen:
+        return f"K6={chosen} is not an executable file. {INSTALL_HINT}"
+    return f"no k6 on PATH and K6 is unset. {INSTALL_HINT}"
+
+
 def available() -> bool:
-    return shutil.which("k6") is not None
+    return path() is not None
 
 
-def version() -> str:
-    out = subprocess.run(["k6", "version"], capture_output=True, text=True).stdout
+def version(binary=None) -> str:
+    """'2.2.0' from `k6 version` ('' when it cannot be run)."""
+    try:
+        out = subprocess.run([binary or path() or "k6", "version"], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
     m = re.search(r"v(\d+\.\d+\.\d+)", out)
     return m.group(1) if m else ""
+
+
+def version_tuple(text) -> tuple:
+    m = re.match(r"v?(\d+)\.(\d+)\.(\d+)", text or "")
+    return tuple(int(x) for x in m.groups()) if m else ()
+
+
+def web_dashboard_env(html_path, binary=None) -> dict:
+    """The environment that makes k6 write its web dashboard's end-of-run HTML report
+    to html_path, without serving the dashboard on any port (K6_WEB_DASHBOARD_PORT=-1);
+    {} when the k6 at hand predates the dashboard. One point a second, as Prometheus
+    scrapes the server (k6's default is 10 s, too coarse for short runs, and a run
+    shorter than about two periods gets no report)."""
+    v = version_tuple(version(binary))
+    if not v or v < WEB_DASHBOARD_SINCE:
+        return {}
+    return {"K6_WEB_DASHBOARD": "true", "K6_WEB_DASHBOARD_PORT": "-1",
+            "K6_WEB_DASHBOARD_PERIOD": "1s", "K6_WEB_DASHBOARD_EXPORT": html_path}
 
 
 def scenario(spec: RunSpec) -> dict:
@@ -120,7 +176,7 @@ def command(spec: RunSpec, workdir: str) -> list:
                                  "summary": json.dumps(os.path.join(workdir, SUMMARY)),
                                  "options": json.dumps(options, indent=2),
                                  "timeout": json.dumps(f"{spec.timeout_s:g}s")})
-    return ["k6", "run", "--quiet", "--no-usage-report", os.path.join(workdir, SCRIPT)]
+    return [path() or "k6", "run", "--quiet", "--no-usage-report", os.path.join(workdir, SCRIPT)]
 
 
 def parse(stdout: str, stderr: str, workdir: str, spec: RunSpec) -> ToolResult:

@@ -37,10 +37,10 @@ import os
 import shutil
 
 from . import _npm
-from .base import Latency, RunSpec, ToolResult
+from .base import Latency, RunSpec, ToolResult, install_hint
 
 NAME = "loadtest"
-INSTALL_HINT = "loadtests/tools/install.sh"
+INSTALL_HINT = install_hint("loadtests/tools/install.sh")
 
 NODE_MODULES = _npm.NODE_MODULES
 RUNNER = "run-loadtest.mjs"

@@ -40,10 +40,10 @@ import shutil
 import subprocess
 from urllib.parse import urlsplit
 
-from .base import Latency, RunSpec, ToolResult
+from .base import Latency, RunSpec, ToolResult, install_hint
 
 NAME = "locust"
-INSTALL_HINT = "apt-get install -y python3-locust"
+INSTALL_HINT = install_hint("apt-get install -y python3-locust")
 
 LOCUSTFILE = "locustfile.py"
 CSV_PREFIX = "locust"
@@ -56,6 +56,7 @@ second while the run goes on, so they miss its last second)."""
 import csv
 
 from locust import FastHttpUser, constant, constant_throughput, events, task
+from locust.runners import WorkerRunner
 from locust.stats import PERCENTILES_TO_REPORT, StatsCSV
 
 _env = []
@@ -68,6 +69,8 @@ def keep_environment(environment, **_kwargs):
 
 @events.quit.add_listener
 def write_final_csv(**_kwargs):
+    if isinstance(_env[0].runner, WorkerRunner):
+        return   # distributed: the master holds every worker's figures and writes them
     writer = StatsCSV(_env[0], PERCENTILES_TO_REPORT)
     with open({stats!r}, "w", newline="") as f:
         writer.requests_csv(csv.writer(f))

@@ -38,10 +38,10 @@ import re
 import shutil
 import subprocess
 
-from .base import Latency, RunSpec, ToolResult
+from .base import Latency, RunSpec, ToolResult, install_hint
 
 NAME = "siege"
-INSTALL_HINT = "apt-get install -y siege"
+INSTALL_HINT = install_hint("apt-get install -y siege")
 
 RC_FILE = "siegerc"
 

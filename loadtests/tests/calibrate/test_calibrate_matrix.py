@@ -199,8 +199,10 @@ class Specs(unittest.TestCase):
 class Scorecard(unittest.TestCase):
     def data(self):
         counts = run(1000, {"requests": 1004})
+        counts["result"]["notes"] = ["hey's CSV gives 0.1 ms resolution"]
         lat = run(latency={"p50": 50.4, "p90": 58.3, "p99": 61.0, "mean": 50.3, "max": 62.0},
                   server={"mean_ms": 50.1})
+        lat["result"]["notes"] = ["hey's CSV gives 0.1 ms resolution", "hey dropped 3"]
         over = run(10000, {"requests": 10000, "cpu_s": 0.5}, cpu_s=0.9, duration_s=1.0)
         checks = {"counts": m.judge_counts(counts), "latency": m.judge_latency(lat),
                   "errors": m.skipped("errors", "server lacks the /fault route"),
@@ -230,6 +232,42 @@ class Scorecard(unittest.TestCase):
         self.assertIn("| k6 | — | not installed: install it from its upstream package |", text)
         self.assertIn("SKIP (server lacks the /fault route)", text)
         self.assertIn("lacking: fault", text)
+        # a caveat of every run once; one of some runs with those runs named
+        self.assertIn("- **hey**: hey's CSV gives 0.1 ms resolution (in counts, latency); "
+                      "hey dropped 3 (in latency).", text)
+
+
+    def test_merge_replaces_the_rows_of_the_tools_run_again(self):
+        base = self.data()
+        base["loadavg_start"], base["loadavg_end"] = [1.0, 1.0, 1.0], [2.0, 2.0, 2.0]
+        base["protocols"] = [{"tool": "k6", "protocol": "tls", "installed": False,
+                              "why": "not installed", "checks": {}}]
+        counts = run(500, {"requests": 500})
+        new = {"started": "2026-12-01T10:00:00Z", "seconds_total": 30.0, "smoke": False,
+               "loadavg_start": [3.0, 3.0, 3.0], "loadavg_end": [4.0, 4.0, 4.0],
+               "features": base["features"],
+               "tools": [{"tool": "k6", "installed": True, "version": "2.2.0", "why": "",
+                          "checks": {"counts": m.judge_counts(counts)},
+                          "runs": {"counts": counts}}],
+               "protocols": [{"tool": "k6", "protocol": "tls", "installed": True, "why": "",
+                              "checks": {"counts": m.judge_counts(counts),
+                                         "latency": m.skipped("latency", "x")}}]}
+        merged = sc.merge(base, new)
+        self.assertEqual([t["tool"] for t in merged["tools"]], ["hey", "k6"])
+        self.assertEqual(merged["tools"][0], base["tools"][0])        # hey: the earlier run's
+        self.assertTrue(merged["tools"][1]["installed"])               # k6: the new run's
+        self.assertEqual(merged["protocols"], new["protocols"])
+        self.assertEqual(merged["started"], base["started"])
+        text = sc.markdown(merged)
+        self.assertIn("| k6 | 2.2.0 | PASS (+0) |", text)
+        self.assertIn("| hey | 0.1.4 | PASS (+4) |", text)
+        self.assertIn("- rows of hey: the run started 2026-11-30T22:00:00Z (load average "
+                      "1.00 1.00 1.00 at its start, 2.00 2.00 2.00 at its end)", text)
+        self.assertIn("- rows of k6: the run started 2026-12-01T10:00:00Z", text)
+        # merged again: the bookkeeping carries over
+        again = sc.merge(merged, dict(new, started="2026-12-02T10:00:00Z"))
+        self.assertEqual([r["started"] for r in again["merged"]],
+                         ["2026-11-30T22:00:00Z", "2026-12-02T10:00:00Z"])
 
 
 if __name__ == "__main__":

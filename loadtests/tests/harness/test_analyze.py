@@ -337,6 +337,7 @@ class MissingTool(unittest.TestCase):
             self.assertIn("--tool k6: k6 is not on PATH", res.stderr)
             self.assertIn("k6 is not in Debian or npm", res.stderr)
             self.assertIn("docker compose -f docker/compose.yaml run --rm k6", res.stderr)
+            self.assertIn("set K6=/path/to/k6", res.stderr)
             self.assertFalse(os.path.exists(out), os.listdir(tmp))
             self.assertEqual(sorted(os.listdir(tmp)), ["bin"])
         finally:

@@ -159,7 +159,9 @@ class Adapters(unittest.TestCase):
         finally:
             shutil.rmtree(os.environ["PATH"])
             os.environ["PATH"] = old
-        self.assertEqual(names["wrk"], (None, "not installed: apt-get install -y wrk"))
+        self.assertEqual(names["wrk"], (None, "not installed: loadtests/tools/install.sh --all "
+                                              "(every tool at once; this one alone: apt-get "
+                                              "install -y wrk)"))
 
 
 if __name__ == "__main__":

@@ -34,10 +34,11 @@ sys.path.insert(0, os.path.join(REPO, "loadtests"))
 
 from loadlib.commands import calibrate_matrix  # noqa: E402
 from loadlib.tools import (ab, artillery, autocannon, curl, h2load, hey,  # noqa: E402
-                           httperf, k6, loadtest, locust, siege, wrk)
+                           httperf, k6, loadtest, locust, locust_distributed, siege, wrk)
 from loadlib.tools.base import RunSpec  # noqa: E402
 
-ADAPTERS = [h2load, ab, hey, siege, httperf, locust, autocannon, artillery, loadtest, k6, curl]
+ADAPTERS = [h2load, ab, hey, siege, httperf, locust, locust_distributed, autocannon, artillery,
+            loadtest, k6, curl]
 # the fixtures are captured for these; wrk's figures come from latency.lua's own line
 SMOKED = ADAPTERS + [wrk]
 FIXTURES = os.path.join(HERE, "..", "fixtures")
@@ -195,9 +196,11 @@ def capture(names):
                     f.write(out)
                 with open(os.path.join(dest, "stderr.txt"), "w") as f:
                     f.write(err)
+                argv = [a.replace(workdir, "$WORKDIR") for a in argv]
+                if os.path.isabs(argv[0]):      # the tool's name, not where it sat here
+                    argv[0] = os.path.basename(argv[0])
                 with open(os.path.join(dest, "run.json"), "w") as f:
-                    json.dump({"spec": asdict(spec), "argv": [a.replace(workdir, "$WORKDIR")
-                                                              for a in argv],
+                    json.dump({"spec": asdict(spec), "argv": argv,
                                "returncode": rc, "version": adapter.version()}, f, indent=1)
                     f.write("\n")
                 print(f"{adapter.NAME}/{case}: rc={rc}", file=sys.stderr)

@@ -1,0 +1,1 @@
+create extension if not exists pg_stat_statements;

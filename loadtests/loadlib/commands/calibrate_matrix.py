@@ -29,7 +29,6 @@ each with the reason for its value.
 """
 import dataclasses
 import os
-import socket
 import subprocess
 import tempfile
 import threading
@@ -37,7 +36,7 @@ import time
 
 from loadlib import httpc, procs, prom, server as srv
 from loadlib.report import logger
-from loadlib.server import REPO
+from loadlib.server import REPO, free_port
 from loadlib.tools import run as toolrun
 from loadlib.tools.base import RunSpec
 
@@ -124,12 +123,6 @@ PROTOCOL_SECONDS = {"counts": 3, "latency": 4}
 
 
 # ------------------------------------------------------------------ the server
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 class Target:
     """A notesd for the matrix on free loopback ports, pinned to CPU 1 when the machine

@@ -31,6 +31,7 @@ CONTRACTS = {
     "version": ("tools.", "the adapter contract of tools/base.py"),
     "command": ("tools.", "the adapter contract of tools/base.py"),
     "parse": ("tools.", "the adapter contract of tools/base.py"),
+    "path": ("tools.", "the adapter contract of tools/base.py (where a command runs the binary)"),
     "binary": ("tools.", "an npm tool's binary: tools/_npm.py's, named by its adapter"),
 }
 # Helpers still defined a second time, in the modules of OVERSIZE (same reason): (module, name)

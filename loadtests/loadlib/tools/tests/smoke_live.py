@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "loadtests"))
 
-from loadlib.commands import calibrate_matrix  # noqa: E402
+from loadlib.commands import calibrate, calibrate_verdicts  # noqa: E402
 from loadlib.tools import (ab, artillery, autocannon, curl, h2load, hey,  # noqa: E402
                            httperf, k6, loadtest, locust, locust_distributed, siege, wrk)
 from loadlib.tools.base import RunSpec  # noqa: E402
@@ -128,7 +128,7 @@ class SmokeLive(unittest.TestCase):
         binary = os.environ.get("NOTESD_BIN", os.path.join(REPO, "build", "notesd"))
         if not os.access(binary, os.X_OK):
             raise unittest.SkipTest(f"no notesd binary at {binary} (server/build.sh builds it)")
-        cls.matrix = calibrate_matrix.run_matrix(["all"], binary, smoke=True)
+        cls.matrix = calibrate.run_matrix(["all"], binary, smoke=True)
         cls.rows = {row["tool"]: row for row in cls.matrix["tools"]}
 
     def check_tool(self, adapter):
@@ -150,7 +150,7 @@ class SmokeLive(unittest.TestCase):
         self.assertEqual(sum(res["errors"].values()), 0, what)
         # the matrix's counts verdict: the server counted at least as many, and at most
         # the requests in flight (one per connection) more
-        self.assertEqual(rec["verdict"], calibrate_matrix.PASS, what)
+        self.assertEqual(rec["verdict"], calibrate_verdicts.PASS, what)
         self.assertLessEqual(res["requests"], run["server"]["requests"], what)
         self.assertLessEqual(run["server"]["requests"] - res["requests"],
                              run["spec"]["connections"], what)

@@ -5,8 +5,9 @@ never import each other (what two commands share belongs in the library below
 them), and a command's parts (PARTS) are imported by that command alone; no helper
 is defined twice (no two modules define the same name, and no two functions have
 the same body); no module is over SIZE_LIMIT lines; the entry points are a few
-lines that import loadlib without touching sys.path; and pyproject.toml declares
-the package and every command.
+lines that import loadlib without touching sys.path, and so do the tests (one tree,
+tests/) and all other Python here but the scripts of RUN_BY_PATH; and
+pyproject.toml declares the package and every command.
 
     cd loadtests && /usr/bin/python3 -B -m tests.lib.test_layers
 """
@@ -43,6 +44,18 @@ MIN_COPY_STATEMENTS = 3
 ENTRY_POINTS = {"bench": "loadlib.commands.bench", "calibrate": "loadlib.commands.calibrate",
                 "verify": "loadlib.commands.verify", "reconcile": "loadlib.commands.reconcile",
                 "harness/analyze.py": "loadlib.commands.analyze", "run.sh": "loadlib.commands.harness"}
+
+# The Python outside loadlib/ and tests/ that is run by path from its own folder, where only
+# a line that puts loadtests/ on sys.path reaches loadlib (README.md, "Running the commands"):
+# path -> who runs it so. Nothing else under loadtests/ touches sys.path; an entry that no
+# longer does makes the test fail.
+RUN_BY_PATH = {
+    "calibration/openload.py": "calibrate (a separate process, pinned) and people, by path",
+    "verification/broken_target.py": "tests/integration/test_verify.py and people, by path",
+    "bench.d/pg_cpu_per_query.py": "people, by path (bench.d is no module name)",
+}
+# Folders under loadtests/ that hold no source of ours.
+NOT_SOURCE = {"node_modules", "results", "__pycache__"}
 
 # bottom first; a module may import from the layers before its own
 LAYERS = [
@@ -144,6 +157,20 @@ def body_of(fn):
         body = body[1:]
     args = ast.dump(fn.args, annotate_fields=False)
     return args + "".join(ast.dump(stmt, annotate_fields=False) for stmt in body), len(body)
+
+
+def python_files():
+    """(path relative to loadtests/, path) of every Python file under loadtests/, and the
+    folders: (relative path, None)."""
+    for root, dirs, files in os.walk(LOADTESTS):
+        dirs[:] = sorted(d for d in dirs if d not in NOT_SOURCE and not d.startswith("."))
+        rel_root = os.path.relpath(root, LOADTESTS)
+        if rel_root != ".":
+            yield rel_root, None
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                yield os.path.relpath(path, LOADTESTS), path
 
 
 def touches_sys_path(tree):
@@ -251,12 +278,26 @@ class EntryPoints(unittest.TestCase):
             if script != "run.sh":
                 self.assertFalse(touches_sys_path(ast.parse(text)), f"{script} uses sys.path")
 
-    def test_tests_leave_sys_path_alone(self):
-        for root, _, files in os.walk(os.path.join(LOADTESTS, "tests")):
-            for name in files:
-                if name.endswith(".py"):
-                    path = os.path.join(root, name)
-                    self.assertFalse(touches_sys_path(parsed(path)), f"{path} uses sys.path")
+    def test_tests_and_the_rest_leave_sys_path_alone(self):
+        """The tests (every file under tests/, run as modules from loadtests/) and all
+        other Python here, but the scripts of RUN_BY_PATH."""
+        touching = {rel for rel, path in python_files() if path and touches_sys_path(parsed(path))}
+        self.assertEqual(sorted(touching - set(RUN_BY_PATH)), [], "these use sys.path")
+        self.assertEqual(sorted(set(RUN_BY_PATH) - touching), [],
+                         "these no longer use sys.path: take them out of RUN_BY_PATH")
+
+    def test_one_tests_tree(self):
+        """Tests and their fixtures live in tests/ alone: no tests/ or fixtures/ folder
+        and no test_*.py file anywhere else (the k6 and wrk scripts' own Node test,
+        k6/test_mix.mjs, is not Python)."""
+        for rel, path in python_files():
+            first = rel.split(os.sep)[0]
+            if path is None:
+                if first != "tests":
+                    self.assertNotIn(os.path.basename(rel), ("tests", "fixtures"),
+                                     f"{rel}: tests and fixtures belong in tests/")
+            elif os.path.basename(rel).startswith("test_"):
+                self.assertEqual(first, "tests", f"{rel}: a test outside tests/")
 
     def test_pyproject_declares_the_package_and_every_command(self):
         with open(os.path.join(LOADTESTS, "pyproject.toml"), "rb") as f:

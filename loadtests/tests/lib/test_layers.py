@@ -299,6 +299,17 @@ class EntryPoints(unittest.TestCase):
             elif os.path.basename(rel).startswith("test_"):
                 self.assertEqual(first, "tests", f"{rel}: a test outside tests/")
 
+    def test_every_command_runs_as_a_module(self):
+        """`python3 -m loadlib.commands.<name>` runs the command (run.sh and analyze.py run
+        theirs so): a module-level `if __name__ == "__main__":` that calls main()."""
+        for module in ENTRY_POINTS.values():
+            tree = parsed(os.path.join(LOADTESTS, *module.split(".")) + ".py")
+            blocks = [n for n in tree.body if isinstance(n, ast.If)
+                      and "'__main__'" in ast.dump(n.test) and "__name__" in ast.dump(n.test)]
+            calls = {c.func.id for b in blocks for c in ast.walk(b)
+                     if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+            self.assertIn("main", calls, f"{module} has no `if __name__ == \"__main__\": main()`")
+
     def test_pyproject_declares_the_package_and_every_command(self):
         with open(os.path.join(LOADTESTS, "pyproject.toml"), "rb") as f:
             project = tomllib.load(f)

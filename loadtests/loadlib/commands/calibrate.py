@@ -115,7 +115,6 @@ def parse_args():
     return p, args
 
 
-
 # ------------------------------------------------------------------ the target
 
 def start_notesd(args, pin):
@@ -140,10 +139,9 @@ def start_notesd(args, pin):
     return server
 
 
-
 def start_target(p, args, runner):
     """Fills in args.base_url and args.metrics_url: a given target, refused unless on
-    loopback, or a notesd started here, which is returned so that main() stops it."""
+    loopback, or a notesd started here, which is returned so that main_sections() stops it."""
     server = None
     if args.base_url:
         host = urllib.parse.urlsplit(args.base_url).hostname or ""
@@ -159,7 +157,6 @@ def start_target(p, args, runner):
     if args.metrics_url and not is_loopback(urllib.parse.urlsplit(args.metrics_url).hostname or ""):
         p.error("--metrics-url must be on a loopback address")
     return server
-
 
 
 # ------------------------------------------------------------------ the sections (no --tools)
@@ -263,7 +260,6 @@ def main_matrix(p, args):
     print(calibrate_scorecard.write(data, outdir, args.out, args.json))
     log(f"scorecard in {outdir}")
     return 0
-
 
 
 def main():

@@ -33,13 +33,11 @@ def truth(jitter, q):
     return 50.0 + (2 * q / 100.0 - 1) * jitter
 
 
-
 def share_between(hist, lo, hi):
     """Fraction of a histogram delta's observations in (lo, hi] seconds."""
     cum = dict(hist["buckets"])
     below = cum.get(lo, 0.0) if lo > 0 else 0.0
     return (cum.get(hi, hist["count"]) - below) / hist["count"]
-
 
 
 def section_delay(runs):

@@ -36,7 +36,6 @@ def histogram_delta(before, after, path=DELAY_PATH):
                                   lambda labels: labels.get("path") == path)
 
 
-
 def lag_max_ms(scrape_after):
     """notes_eventloop_lag_max_seconds: the largest lag since the previous scrape."""
     if scrape_after is None:

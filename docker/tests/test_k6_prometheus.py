@@ -45,11 +45,14 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "loadtests", "k6", "tests"))
-sys.path.insert(0, os.path.join(REPO, "docker"))
 sys.dont_write_bytecode = True
+# loadtests/ for its tests package (tests.k6.k6live, which imports loadlib), then docker/ for
+# check.py; loadtests/tests is a package and docker/tests is not, so `tests` stays loadtests'
+sys.path.insert(0, os.path.join(REPO, "loadtests"))
+sys.path.insert(0, os.path.join(REPO, "docker"))
 
-import k6live  # noqa: E402
+from loadlib.server import free_port  # noqa: E402
+from tests.k6 import k6live  # noqa: E402
 
 K6 = k6live.require_k6("k6 into Prometheus and every k6 dashboard query")
 if not shutil.which("prometheus"):
@@ -86,7 +89,7 @@ class K6Prometheus(unittest.TestCase):
         os.chmod(cls.tmp, 0o755)
         cls.server = k6live.Server("k6_prometheus")
         cls.server.warm()
-        cls.prom_port = k6live_free_port()
+        cls.prom_port = free_port()
         config = os.path.join(cls.tmp, "prometheus.yml")
         with open(config, "w") as f:
             yaml.safe_dump({"global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
@@ -271,13 +274,6 @@ class K6Prometheus(unittest.TestCase):
         self.assertNotIn("mode", with_testid[0]["metric"])
         self.assertEqual(self.query_range(self.fill('sum by (testid) (k6_vus{testid=~"$testid", '
                                                     'runtime=~"$job"})', OLD_TESTID)), [])
-
-
-def k6live_free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ line is laid out is here, once.
 
 The formats keep each report's own conventions: the harness's report and
 calibrate write `n/a` for a figure that is missing, bench's report a dash (`–`),
-reconcile's text report a hyphen (`-`).
+reconcile's text report a hyphen (`-`), calibrate's scorecard `not reported` (a
+figure the tool does not give).
 """
 import json
 import math
@@ -69,9 +70,11 @@ def fmt(v, digits=3):
     return s
 
 
-def fmt_fixed(v, digits=2):
-    """`digits` decimals; 'n/a' for None."""
-    return "n/a" if v is None else f"{v:.{digits}f}"
+def fmt_fixed(v, digits=2, signed=False, missing="n/a"):
+    """`digits` decimals, with a sign when `signed`; `missing` ('n/a') for None."""
+    if v is None:
+        return missing
+    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
 
 
 def fmt_ratio(r):

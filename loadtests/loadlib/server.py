@@ -44,6 +44,16 @@ def pick_ports(ports, offset):
     return None
 
 
+def free_port(host="127.0.0.1"):
+    """A port nothing listens on now, chosen by the kernel (bound to port 0 and let go):
+    for a process that any port will do for and that nobody addresses by hand (the
+    conformance matrix's notesd, Locust's master). pick_ports() is for the ports a
+    person sees and may configure: the first free ones of a fixed range."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
 # --------------------------------------------------------------------- HTTP probe
 
 def server_timing_samples(base_url, path, n):

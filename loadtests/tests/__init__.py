@@ -6,9 +6,11 @@ first on sys.path for `-m`):
     cd loadtests && /usr/bin/python3 -B -m unittest discover -t . -s tests   # all of them
 
 lib/ the shared package loadlib, harness/ run.sh's harness, reconcile and report,
-bench/ loadtests/bench, calibrate/ calibrate's conformance matrix; fixtures/ the
-captured scrapes, k6 summaries and wrk outputs several of them read. CTest runs
-each file (tests/CMakeLists.txt: loadtests_*).
+bench/ loadtests/bench, calibrate/ calibrate's conformance matrix, tools/ the
+load-tool adapters, k6/ the k6 scripts run for real; fixtures/ the captured
+scrapes, k6 summaries and wrk outputs several of them read, and fixtures/tools/
+each load tool's captured runs. CTest runs each file (tests/CMakeLists.txt:
+loadtests_*).
 """
 import os
 

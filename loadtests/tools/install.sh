@@ -22,7 +22,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tools=(autocannon artillery loadtest)
 # One package per tool: wrk, h2load, ab, hey, siege, httperf, locust (and its distributed
-# mode), curl. The adapters' INSTALL_HINTs name these; loadlib/tools/tests/test_install.py
+# mode), curl. The adapters' INSTALL_HINTs name these; loadtests/tests/tools/test_install.py
 # keeps the two in step.
 debian_packages=(wrk nghttp2-client apache2-utils hey siege httperf python3-locust curl)
 

@@ -5,7 +5,7 @@ this test's own, and its results must be complete and consistent: one entry per
 test, no failed request, client and server counts reconciled, startup time
 recorded, charts that are well-formed SVG, and each test's scrapes as OpenMetrics
 (metrics.om) that promtool accepts. wrk by name, not run.sh's default (k6 when it is
-at hand): the same run with k6 is loadtests/k6/tests/test_live.py's.
+at hand): the same run with k6 is loadtests/tests/k6/test_live.py's.
 
     NOTESD_REPO=/path/to/repo /usr/bin/python3 tests/integration/test_harness.py
 

@@ -1,7 +1,8 @@
 """calibrate --tools: the scorecard of the conformance matrix, as Markdown, JSON and
-SVG charts, from the plain data calibrate_matrix.run_matrix() returns. Nothing
+SVG charts, from the plain data calibrate.run_matrix() returns. Nothing
 here runs anything; the verdicts and their thresholds are calibrate_matrix's.
 """
+import functools
 import os
 
 from loadlib import charts, report
@@ -13,12 +14,9 @@ TITLES = {"counts": "1. Counts", "latency": "2. Known latency", "errors": "3. Er
 ORDER = ("counts", "latency", "errors", "connections", "overhead", "omission")
 CHART_LATENCY = "latency-error.svg"
 CHART_CPU = "cpu-per-request.svg"
-
-
-def num(x, digits=1, signed=False):
-    if x is None:
-        return "not reported"
-    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+# num(figure, digits, signed=False): report.fmt_fixed with the scorecard's word for a
+# figure the tool does not give
+num = functools.partial(report.fmt_fixed, missing="not reported")
 
 
 def cell(rec):

@@ -14,6 +14,11 @@ An adapter is a module in this package with:
                                 the tool's figures, read from its machine-readable
                                 output where it has one (files it wrote in workdir)
 
+and, where a command runs the tool's binary itself rather than through command() (wrk with
+the harness's and calibrate's Lua scripts, k6 with the scripts of loadtests/k6):
+
+    def path() -> str | None    where the tool's binary is; None when there is none
+
 Adapters never start servers, never sleep and never touch any address but the
 spec's URL (which the runner has checked is loopback or a namespace of ours).
 """

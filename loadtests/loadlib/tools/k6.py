@@ -5,7 +5,7 @@ the file K6 names when that variable is set (K6=/path/to/k6), else `k6` on
 PATH. `.ci/run` puts the checkout's sibling `../shared/tools/k6` on PATH when
 that directory exists, and CMake passes the k6 it found the same way to the
 tests as K6. The version every pin in the repository names (docker/compose.yaml,
-the TestRun, @types/k6, the docs) is PINNED; loadtests/k6/tests/test_version.py
+the TestRun, @types/k6, the docs) is PINNED; loadtests/tests/k6/test_version.py
 compares it with the binary's.
 
 The parser is tested on fixtures in the data shape k6 documents for

@@ -22,11 +22,11 @@ processes share the tool's one core, so here the mode is checked for what it
 reports, not for the throughput more cores would give.
 """
 import os
-import socket
 import sys
 from urllib.parse import urlsplit
 
 from . import locust as single
+from ..server import free_port
 from .base import RunSpec, ToolResult
 
 NAME = "locust-distributed"
@@ -83,12 +83,6 @@ def available() -> bool:
 
 def version() -> str:
     return single.version()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def command(spec: RunSpec, workdir: str) -> list:

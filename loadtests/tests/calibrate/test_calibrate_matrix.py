@@ -12,6 +12,7 @@ import unittest
 
 
 from loadlib.commands import calibrate_matrix as m
+from loadlib.commands import calibrate_verdicts as v
 from loadlib.commands import calibrate_scorecard as sc
 from loadlib.tools import curl, hey
 
@@ -32,96 +33,96 @@ def run(requests=1000, server=None, connections=10, latency=None, errors=None, r
 
 class Counts(unittest.TestCase):
     def test_in_flight_difference_passes(self):
-        self.assertEqual(m.judge_counts(run(1000, {"requests": 1010}))["verdict"], m.PASS)
+        self.assertEqual(v.judge_counts(run(1000, {"requests": 1010}))["verdict"], v.PASS)
 
     def test_more_than_in_flight_fails_and_names_the_server(self):
-        rec = m.judge_counts(run(1000, {"requests": 1011}))
-        self.assertEqual((rec["verdict"], rec["error"]), (m.FAIL, 11))
+        rec = v.judge_counts(run(1000, {"requests": 1011}))
+        self.assertEqual((rec["verdict"], rec["error"]), (v.FAIL, 11))
         self.assertIn("server's figure is right", rec["evidence"])
 
     def test_tool_counting_more_than_sent_fails(self):
-        rec = m.judge_counts(run(1000, {"requests": 999}))
-        self.assertEqual((rec["verdict"], rec["error"]), (m.FAIL, -1))
+        rec = v.judge_counts(run(1000, {"requests": 999}))
+        self.assertEqual((rec["verdict"], rec["error"]), (v.FAIL, -1))
 
     def test_requests_failed_without_an_answer_fail(self):
         r = run(1, {"requests": 1}, errors={"other": 4499})
         r["result"]["notes"] = ["known curl 7.88 bug (curl issue 10634, fixed in 8.0): ..."]
-        rec = m.judge_counts(r)
-        self.assertEqual(rec["verdict"], m.FAIL)
+        rec = v.judge_counts(r)
+        self.assertEqual(rec["verdict"], v.FAIL)
         self.assertIn("4499 requests failed without an answer (4499 other)", rec["detail"])
         self.assertIn("curl issue 10634", rec["evidence"])
 
     def test_a_tool_that_did_not_run_fails(self):
-        rec = m.judge_counts(run(failure="exited with 1"))
-        self.assertEqual(rec["verdict"], m.FAIL)
+        rec = v.judge_counts(run(failure="exited with 1"))
+        self.assertEqual(rec["verdict"], v.FAIL)
         self.assertIn("exited with 1", rec["detail"])
 
 
 class Latency(unittest.TestCase):
     def test_truth_is_uniform_on_40_60(self):
-        self.assertEqual(m.LATENCY_TRUTH, {"p50": 50.0, "p90": 58.0, "p99": 59.8})
+        self.assertEqual(v.LATENCY_TRUTH, {"p50": 50.0, "p90": 58.0, "p99": 59.8})
 
     def test_thresholds(self):
         lat = lambda e: {"p50": 50 + e, "p90": 58.0, "p99": 59.8, "mean": 50.0}
-        self.assertEqual(m.judge_latency(run(latency=lat(2.0)))["verdict"], m.PASS)
-        self.assertEqual(m.judge_latency(run(latency=lat(2.1)))["verdict"], m.WARN)
-        self.assertEqual(m.judge_latency(run(latency=lat(-10.0)))["verdict"], m.WARN)
-        rec = m.judge_latency(run(latency=lat(10.5), server={"mean_ms": 50.1},
+        self.assertEqual(v.judge_latency(run(latency=lat(2.0)))["verdict"], v.PASS)
+        self.assertEqual(v.judge_latency(run(latency=lat(2.1)))["verdict"], v.WARN)
+        self.assertEqual(v.judge_latency(run(latency=lat(-10.0)))["verdict"], v.WARN)
+        rec = v.judge_latency(run(latency=lat(10.5), server={"mean_ms": 50.1},
                                   cores={"0": {"busy": 0.97}, "1": {"busy": 0.3}}))
-        self.assertEqual((rec["verdict"], rec["error"]), (m.FAIL, 10.5))
+        self.assertEqual((rec["verdict"], rec["error"]), (v.FAIL, 10.5))
         self.assertIn("50.10 ms against a true 50", rec["evidence"])
         self.assertIn("CPU 0, which was 97% busy", rec["evidence"])
 
     def test_the_other_run_is_named(self):
         r = run(latency={"p50": 50.5, "p90": 58.2, "p99": 60.1})
         r["other_run"] = run(server={"mean_ms": 53.2})
-        self.assertIn("in the other its mean was 53.20 ms", m.judge_latency(r)["detail"])
+        self.assertIn("in the other its mean was 53.20 ms", v.judge_latency(r)["detail"])
 
     def test_missing_percentiles_are_not_reported(self):
-        rec = m.judge_latency(run(latency={"mean": 51.0}))
-        self.assertEqual(rec["verdict"], m.WARN)
+        rec = v.judge_latency(run(latency={"mean": 51.0}))
+        self.assertEqual(rec["verdict"], v.WARN)
         self.assertIn("p50, p90, p99 not reported", rec["detail"])
-        rec = m.judge_latency(run(latency={"p50": 50.5, "mean": 50.4}))
-        self.assertEqual(rec["verdict"], m.PASS)
+        rec = v.judge_latency(run(latency={"p50": 50.5, "mean": 50.4}))
+        self.assertEqual(rec["verdict"], v.PASS)
         self.assertIn("p90, p99 not reported", rec["detail"])
 
 
 class Errors(unittest.TestCase):
     def test_within_connections_passes(self):
-        rec = m.judge_errors(run(1000, {"requests": 1000, "status_503": 250},
+        rec = v.judge_errors(run(1000, {"requests": 1000, "status_503": 250},
                                  errors={"non2xx": 245}))
-        self.assertEqual((rec["verdict"], rec["error"]), (m.PASS, -5))
+        self.assertEqual((rec["verdict"], rec["error"]), (v.PASS, -5))
         self.assertEqual(rec["figures"]["server_share"], 0.25)
 
     def test_503s_counted_as_success_fail(self):
-        rec = m.judge_errors(run(1000, {"requests": 1000, "status_503": 250}))
-        self.assertEqual(rec["verdict"], m.FAIL)
+        rec = v.judge_errors(run(1000, {"requests": 1000, "status_503": 250}))
+        self.assertEqual(rec["verdict"], v.FAIL)
         self.assertIn("counted them as successes", rec["evidence"])
 
 
 class Connections(unittest.TestCase):
     def test_bounds(self):
-        judge = lambda n: m.judge_connections(run(server={"connections_accepted": n}))["verdict"]
-        self.assertEqual(judge(12), m.PASS)     # c + 2
-        self.assertEqual(judge(13), m.WARN)
-        self.assertEqual(judge(20), m.WARN)     # 2c
-        self.assertEqual(judge(21), m.FAIL)
+        judge = lambda n: v.judge_connections(run(server={"connections_accepted": n}))["verdict"]
+        self.assertEqual(judge(12), v.PASS)     # c + 2
+        self.assertEqual(judge(13), v.WARN)
+        self.assertEqual(judge(20), v.WARN)     # 2c
+        self.assertEqual(judge(21), v.FAIL)
 
 
 class Overhead(unittest.TestCase):
     def test_the_busier_process_is_the_bottleneck(self):
         # 10,000 requests in 1 s: tool 0.9 s CPU (90 µs each), server 0.5 s (50 µs)
-        rec = m.judge_overhead(run(10000, {"requests": 10000, "cpu_s": 0.5}, cpu_s=0.9,
+        rec = v.judge_overhead(run(10000, {"requests": 10000, "cpu_s": 0.5}, cpu_s=0.9,
                                    duration_s=1.0))
-        self.assertEqual((rec["verdict"], rec["figures"]["bottleneck"]), (m.WARN, "tool"))
+        self.assertEqual((rec["verdict"], rec["figures"]["bottleneck"]), (v.WARN, "tool"))
         self.assertAlmostEqual(rec["figures"]["tool_cpu_us_per_request"], 90.0)
         self.assertAlmostEqual(rec["figures"]["server_cpu_us_per_request"], 50.0)
-        rec = m.judge_overhead(run(10000, {"requests": 10000, "cpu_s": 0.95}, cpu_s=0.6,
+        rec = v.judge_overhead(run(10000, {"requests": 10000, "cpu_s": 0.95}, cpu_s=0.6,
                                    duration_s=1.0))
-        self.assertEqual((rec["verdict"], rec["figures"]["bottleneck"]), (m.PASS, "notesd"))
+        self.assertEqual((rec["verdict"], rec["figures"]["bottleneck"]), (v.PASS, "notesd"))
 
     def test_full_cores_with_idle_processes_name_other_work(self):
-        rec = m.judge_overhead(run(10000, {"requests": 10000, "cpu_s": 0.2}, cpu_s=0.3,
+        rec = v.judge_overhead(run(10000, {"requests": 10000, "cpu_s": 0.2}, cpu_s=0.3,
                                    duration_s=1.0, cores={"0": {"busy": 1.0}, "1": {"busy": 0.99}}))
         self.assertEqual(rec["figures"]["bottleneck"], "other work")
 
@@ -129,7 +130,7 @@ class Overhead(unittest.TestCase):
 class Omission(unittest.TestCase):
     def test_truth_by_hand(self):
         # 5 stalls of 200 ms in 5 s: 20% of the time; open model: x_q = 200 - (1-q)*5000/5
-        t = m.omission_truth(5, 1.0, 5.0, 10, 10000)
+        t = v.omission_truth(5, 1.0, 5.0, 10, 10000)
         self.assertEqual(t["stall_ms"], 200.0)
         self.assertEqual(t["share"], 0.2)
         self.assertEqual(t["open_p90_extra_ms"], 100.0)
@@ -139,37 +140,37 @@ class Omission(unittest.TestCase):
 
     def omission(self, latency, rate=None, tool="h2load", requests=10000):
         r = run(requests, {"stalls": 5, "stall_s": 1.0}, latency=latency, rate=rate)
-        return m.judge_omission(r, tool)
+        return v.judge_omission(r, tool)
 
     def test_closed_tool_hiding_the_stalls_is_warned(self):
         rec = self.omission({"p50": 0.3, "p90": 1.0, "p99": 5.0, "max": 205.0})
-        self.assertEqual(rec["verdict"], m.WARN)
+        self.assertEqual(rec["verdict"], v.WARN)
         self.assertIn("0.50% of its 10000 requests", rec["evidence"])
 
     def test_closed_tool_missing_even_max_fails(self):
         rec = self.omission({"p50": 0.3, "p90": 1.0, "p99": 5.0, "max": 100.0})
-        self.assertEqual(rec["verdict"], m.FAIL)
+        self.assertEqual(rec["verdict"], v.FAIL)
 
     def test_rate_driven_tool_must_show_p90_and_p99(self):
         shows = {"p50": 1.0, "p90": 90.0, "p99": 185.0, "max": 200.0}
-        self.assertEqual(self.omission(shows, rate=200.0, tool="artillery")["verdict"], m.PASS)
+        self.assertEqual(self.omission(shows, rate=200.0, tool="artillery")["verdict"], v.PASS)
         tail_only = {"p50": 1.0, "p90": 10.0, "p99": 185.0, "max": 200.0}
         rec = self.omission(tail_only, rate=200.0, tool="hey", requests=1000)
-        self.assertEqual(rec["verdict"], m.FAIL)
+        self.assertEqual(rec["verdict"], v.FAIL)
         self.assertIn("coordinated omission", rec["evidence"])
 
     def test_mean_only_tools_are_judged_on_the_mean(self):
         # open mean extra is 20 ms: half of it is the bar
         self.assertEqual(self.omission({"mean": 12.0}, rate=200.0, tool="httperf")["verdict"],
-                         m.PASS)
+                         v.PASS)
         self.assertEqual(self.omission({"mean": 3.0}, rate=200.0, tool="httperf")["verdict"],
-                         m.FAIL)
+                         v.FAIL)
 
     def test_no_stall_counted_fails(self):
         r = run(1000, {"stalls": 0, "stall_s": 0.0}, latency={"p99": 1.0})
         r["during"] = {"asked": None, "why": "the tool sent nothing"}
-        rec = m.judge_omission(r, "ab")
-        self.assertEqual(rec["verdict"], m.FAIL)
+        rec = v.judge_omission(r, "ab")
+        self.assertEqual(rec["verdict"], v.FAIL)
         self.assertIn("the tool sent nothing", rec["detail"])
 
 
@@ -204,9 +205,9 @@ class Scorecard(unittest.TestCase):
                   server={"mean_ms": 50.1})
         lat["result"]["notes"] = ["hey's CSV gives 0.1 ms resolution", "hey dropped 3"]
         over = run(10000, {"requests": 10000, "cpu_s": 0.5}, cpu_s=0.9, duration_s=1.0)
-        checks = {"counts": m.judge_counts(counts), "latency": m.judge_latency(lat),
-                  "errors": m.skipped("errors", "server lacks the /fault route"),
-                  "overhead": m.judge_overhead(over)}
+        checks = {"counts": v.judge_counts(counts), "latency": v.judge_latency(lat),
+                  "errors": v.skipped("errors", "server lacks the /fault route"),
+                  "overhead": v.judge_overhead(over)}
         return {"started": "2026-11-30T22:00:00Z", "seconds_total": 12.0, "smoke": False,
                 "machine": {"cores": 2}, "pinning": "notesd on CPU 1, tools on CPU 0",
                 "features": {"fault": False, "stall": True}, "server_timing": [(50.6, 50.1)],
@@ -247,11 +248,11 @@ class Scorecard(unittest.TestCase):
                "loadavg_start": [3.0, 3.0, 3.0], "loadavg_end": [4.0, 4.0, 4.0],
                "features": base["features"],
                "tools": [{"tool": "k6", "installed": True, "version": "2.2.0", "why": "",
-                          "checks": {"counts": m.judge_counts(counts)},
+                          "checks": {"counts": v.judge_counts(counts)},
                           "runs": {"counts": counts}}],
                "protocols": [{"tool": "k6", "protocol": "tls", "installed": True, "why": "",
-                              "checks": {"counts": m.judge_counts(counts),
-                                         "latency": m.skipped("latency", "x")}}]}
+                              "checks": {"counts": v.judge_counts(counts),
+                                         "latency": v.skipped("latency", "x")}}]}
         merged = sc.merge(base, new)
         self.assertEqual([t["tool"] for t in merged["tools"]], ["hey", "k6"])
         self.assertEqual(merged["tools"][0], base["tools"][0])        # hey: the earlier run's

@@ -5,8 +5,9 @@ never import each other (what two commands share belongs in the library below
 them), and a command's parts (PARTS) are imported by that command alone; no helper
 is defined twice (no two modules define the same name, and no two functions have
 the same body); no module is over SIZE_LIMIT lines; the entry points are a few
-lines that import loadlib without touching sys.path; and pyproject.toml declares
-the package and every command.
+lines that import loadlib without touching sys.path, and so do the tests (one tree,
+tests/) and all other Python here but the scripts of RUN_BY_PATH; and
+pyproject.toml declares the package and every command.
 
     cd loadtests && /usr/bin/python3 -B -m tests.lib.test_layers
 """
@@ -19,10 +20,10 @@ from tests import LOADTESTS
 
 LOADLIB = os.path.join(LOADTESTS, "loadlib")
 SIZE_LIMIT = 500
-# Modules over SIZE_LIMIT lines for now. calibrate's experiments and its load-tool matrix are
-# being changed at the moment; they get split into parts the way bench's and verify's were
-# once that work is in. An entry that is no longer needed makes the test fail: take it out.
-OVERSIZE = {"commands.calibrate", "commands.calibrate_matrix"}
+# Modules allowed over SIZE_LIMIT lines for a while: one being changed elsewhere at the same
+# time, split into parts once that work is in (none now). An entry that is no longer needed
+# makes the test fail: take it out.
+OVERSIZE = set()
 # Names several modules define on purpose, each keeping the same contract: name -> (where, what).
 CONTRACTS = {
     "main": ("commands.", "a command's entry point"),
@@ -31,18 +32,30 @@ CONTRACTS = {
     "version": ("tools.", "the adapter contract of tools/base.py"),
     "command": ("tools.", "the adapter contract of tools/base.py"),
     "parse": ("tools.", "the adapter contract of tools/base.py"),
+    "path": ("tools.", "the adapter contract of tools/base.py (where a command runs the binary)"),
     "binary": ("tools.", "an npm tool's binary: tools/_npm.py's, named by its adapter"),
 }
 # Helpers still defined a second time, in the modules of OVERSIZE (same reason): (module, name)
-# -> the one they should use. An entry that is no longer needed makes the test fail.
-PENDING_TWICE = {("commands.calibrate", "scrape"): "prom.scrape",
-                 ("commands.calibrate", "histogram_quantile"): "quantile.histogram_quantile"}
+# -> the one they should use (none now). An entry that is no longer needed makes the test fail.
+PENDING_TWICE = {}
 # Functions this short may look alike without being a copy (a one-line accessor, a wrapper).
 MIN_COPY_STATEMENTS = 3
 # The scripts a person runs, and what they run.
 ENTRY_POINTS = {"bench": "loadlib.commands.bench", "calibrate": "loadlib.commands.calibrate",
                 "verify": "loadlib.commands.verify", "reconcile": "loadlib.commands.reconcile",
                 "harness/analyze.py": "loadlib.commands.analyze", "run.sh": "loadlib.commands.harness"}
+
+# The Python outside loadlib/ and tests/ that is run by path from its own folder, where only
+# a line that puts loadtests/ on sys.path reaches loadlib (README.md, "Running the commands"):
+# path -> who runs it so. Nothing else under loadtests/ touches sys.path; an entry that no
+# longer does makes the test fail.
+RUN_BY_PATH = {
+    "calibration/openload.py": "calibrate (a separate process, pinned) and people, by path",
+    "verification/broken_target.py": "tests/integration/test_verify.py and people, by path",
+    "bench.d/pg_cpu_per_query.py": "people, by path (bench.d is no module name)",
+}
+# Folders under loadtests/ that hold no source of ours.
+NOT_SOURCE = {"node_modules", "results", "__pycache__"}
 
 # bottom first; a module may import from the layers before its own
 LAYERS = [
@@ -53,12 +66,13 @@ LAYERS = [
     {"quantile", "openmetrics", "tools.wrk", "tools.k6", "tools.locust", "netns", "server", "database"},
     {"sampler", "tools.run", "tools.locust_distributed"},
     # the commands' parts, each part of one command (PART_OF), in the order they build on each other
-    {"commands.analyze_figures", "commands.bench_figures", "commands.calibrate_matrix",
-     "commands.calibrate_scorecard", "commands.reconcile_client", "commands.verify_js"},
+    {"commands.analyze_figures", "commands.bench_figures", "commands.calibrate_report",
+     "commands.calibrate_runs", "commands.calibrate_scorecard", "commands.calibrate_target",
+     "commands.calibrate_verdicts", "commands.reconcile_client", "commands.verify_js"},
     {"commands.analyze_report", "commands.bench_report", "commands.bench_subjects",
-     "commands.verify_target"},
-    {"commands.analyze", "commands.bench_runs", "commands.bench_setup", "commands.verify_api",
-     "commands.verify_work"},
+     "commands.calibrate_matrix", "commands.verify_target"},
+    {"commands.analyze", "commands.bench_runs", "commands.bench_setup", "commands.calibrate_protocols",
+     "commands.verify_api", "commands.verify_work"},
     {"commands.bench_sweep", "commands.bench_netns"},
     # the commands
     {"commands.harness", "commands.bench", "commands.verify", "commands.calibrate", "commands.reconcile"},
@@ -67,7 +81,9 @@ COMMANDS = LAYERS[-1]
 PARTS = {"commands.harness": ("analyze", "analyze_figures", "analyze_report"),
          "commands.bench": ("bench_figures", "bench_report", "bench_subjects", "bench_runs", "bench_setup",
                             "bench_sweep", "bench_netns"),
-         "commands.calibrate": ("calibrate_matrix", "calibrate_scorecard"),
+         "commands.calibrate": ("calibrate_runs", "calibrate_report", "calibrate_target",
+                                "calibrate_verdicts", "calibrate_matrix", "calibrate_protocols",
+                                "calibrate_scorecard"),
          "commands.reconcile": ("reconcile_client",),
          "commands.verify": ("verify_js", "verify_target", "verify_api", "verify_work")}
 PART_OF = {f"commands.{part}": command for command, parts in PARTS.items() for part in parts}
@@ -141,6 +157,20 @@ def body_of(fn):
         body = body[1:]
     args = ast.dump(fn.args, annotate_fields=False)
     return args + "".join(ast.dump(stmt, annotate_fields=False) for stmt in body), len(body)
+
+
+def python_files():
+    """(path relative to loadtests/, path) of every Python file under loadtests/, and the
+    folders: (relative path, None)."""
+    for root, dirs, files in os.walk(LOADTESTS):
+        dirs[:] = sorted(d for d in dirs if d not in NOT_SOURCE and not d.startswith("."))
+        rel_root = os.path.relpath(root, LOADTESTS)
+        if rel_root != ".":
+            yield rel_root, None
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                yield os.path.relpath(path, LOADTESTS), path
 
 
 def touches_sys_path(tree):
@@ -248,12 +278,37 @@ class EntryPoints(unittest.TestCase):
             if script != "run.sh":
                 self.assertFalse(touches_sys_path(ast.parse(text)), f"{script} uses sys.path")
 
-    def test_tests_leave_sys_path_alone(self):
-        for root, _, files in os.walk(os.path.join(LOADTESTS, "tests")):
-            for name in files:
-                if name.endswith(".py"):
-                    path = os.path.join(root, name)
-                    self.assertFalse(touches_sys_path(parsed(path)), f"{path} uses sys.path")
+    def test_tests_and_the_rest_leave_sys_path_alone(self):
+        """The tests (every file under tests/, run as modules from loadtests/) and all
+        other Python here, but the scripts of RUN_BY_PATH."""
+        touching = {rel for rel, path in python_files() if path and touches_sys_path(parsed(path))}
+        self.assertEqual(sorted(touching - set(RUN_BY_PATH)), [], "these use sys.path")
+        self.assertEqual(sorted(set(RUN_BY_PATH) - touching), [],
+                         "these no longer use sys.path: take them out of RUN_BY_PATH")
+
+    def test_one_tests_tree(self):
+        """Tests and their fixtures live in tests/ alone: no tests/ or fixtures/ folder
+        and no test_*.py file anywhere else (the k6 and wrk scripts' own Node test,
+        k6/test_mix.mjs, is not Python)."""
+        for rel, path in python_files():
+            first = rel.split(os.sep)[0]
+            if path is None:
+                if first != "tests":
+                    self.assertNotIn(os.path.basename(rel), ("tests", "fixtures"),
+                                     f"{rel}: tests and fixtures belong in tests/")
+            elif os.path.basename(rel).startswith("test_"):
+                self.assertEqual(first, "tests", f"{rel}: a test outside tests/")
+
+    def test_every_command_runs_as_a_module(self):
+        """`python3 -m loadlib.commands.<name>` runs the command (run.sh and analyze.py run
+        theirs so): a module-level `if __name__ == "__main__":` that calls main()."""
+        for module in ENTRY_POINTS.values():
+            tree = parsed(os.path.join(LOADTESTS, *module.split(".")) + ".py")
+            blocks = [n for n in tree.body if isinstance(n, ast.If)
+                      and "'__main__'" in ast.dump(n.test) and "__name__" in ast.dump(n.test)]
+            calls = {c.func.id for b in blocks for c in ast.walk(b)
+                     if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+            self.assertIn("main", calls, f"{module} has no `if __name__ == \"__main__\": main()`")
 
     def test_pyproject_declares_the_package_and_every_command(self):
         with open(os.path.join(LOADTESTS, "pyproject.toml"), "rb") as f:

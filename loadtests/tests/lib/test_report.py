@@ -26,6 +26,9 @@ class Numbers(unittest.TestCase):
     def test_fixed_and_ratio(self):
         self.assertEqual((report.fmt_fixed(None), report.fmt_fixed(3.14159), report.fmt_fixed(2.5, 1)),
                          ("n/a", "3.14", "2.5"))
+        self.assertEqual((report.fmt_fixed(-0.25, 1, True), report.fmt_fixed(3, 0, True),
+                          report.fmt_fixed(None, 2, True, missing="not reported")),
+                         ("-0.2", "+3", "not reported"))      # -0.25 rounds half to even
         self.assertEqual((report.fmt_ratio(None), report.fmt_ratio(0.9049)), ("–", "0.90"))
 
     def test_counts_and_shares(self):

@@ -1,4 +1,5 @@
-"""loadlib.server and loadlib.procs on a real process: a small HTTP server spawned
+"""loadlib.server and loadlib.procs: free ports found and taken ones refused; on a real
+process, a small HTTP server spawned
 pinned to one CPU, polled until ready, sampled through /proc, stopped by its pid;
 and ProcessUnderTest, the wrapper every command starts its servers with, both ways
 it pins (the spawn's CPU mask, or a taskset prefix in the recorded command line).
@@ -7,6 +8,7 @@ it pins (the spawn's CPU mask, or a taskset prefix in the recorded command line)
 """
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -22,6 +24,26 @@ def free_port():
     if ports is None:
         raise unittest.SkipTest("no free port in 18260-18299")
     return ports[0]
+
+
+class Ports(unittest.TestCase):
+    def test_free_port_is_free_and_bindable(self):
+        port = server.free_port()
+        self.assertGreater(port, 0)
+        self.assertTrue(server.port_free(port))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+            s.listen()
+            self.assertFalse(server.port_free(port))          # taken while we listen on it
+            self.assertNotEqual(server.free_port(), port)    # and not handed out again
+
+    def test_pick_ports_skips_a_taken_pair(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+            taken = s.getsockname()[1]
+            self.assertIsNone(server.pick_ports([taken], 0))
+            self.assertIsNone(server.pick_ports([taken - 1], 1))
 
 
 class Spawning(unittest.TestCase):

@@ -1,22 +1,18 @@
-#!/usr/bin/python3
 """loadtest's adapter against the result objects of real runs
-(fixtures/loadtest/<case>/, captured against notesd): percentiles worked out by
+(fixtures/tools/loadtest/<case>/, captured against notesd): percentiles worked out by
 hand from each fixture's histogramMs (nearest rank)."""
 import json
 import os
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", ".."))
-
-from loadlib.tools import loadtest  # noqa: E402
-from loadlib.tools.base import RunSpec  # noqa: E402
+from loadlib.tools import loadtest
+from loadlib.tools.base import RunSpec
+from tests.tools import TOOL_FIXTURES
 
 
 def parse_fixture(case):
-    d = os.path.join(HERE, "..", "fixtures", "loadtest", case)
+    d = os.path.join(TOOL_FIXTURES, "loadtest", case)
     with open(os.path.join(d, "run.json")) as f:
         spec = RunSpec(**json.load(f)["spec"])
     with open(os.path.join(d, "stdout.txt")) as out, open(os.path.join(d, "stderr.txt")) as err:

@@ -1,22 +1,18 @@
-#!/usr/bin/python3
 """autocannon's adapter against autocannon's real --json output
-(fixtures/autocannon/<case>/, captured from runs against notesd): the figures
+(fixtures/tools/autocannon/<case>/, captured from runs against notesd): the figures
 below were read off those files by hand."""
 import json
 import os
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", ".."))
-
-from loadlib.tools import autocannon  # noqa: E402
-from loadlib.tools.base import RunSpec  # noqa: E402
+from loadlib.tools import autocannon
+from loadlib.tools.base import RunSpec
+from tests.tools import TOOL_FIXTURES
 
 
 def parse_fixture(case):
-    d = os.path.join(HERE, "..", "fixtures", "autocannon", case)
+    d = os.path.join(TOOL_FIXTURES, "autocannon", case)
     with open(os.path.join(d, "run.json")) as f:
         spec = RunSpec(**json.load(f)["spec"])
     with open(os.path.join(d, "stdout.txt")) as out, open(os.path.join(d, "stderr.txt")) as err:

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Every k6 script of loadtests/k6/ run for real against notesd, with short
 settings (seconds), and reconciled exactly with loadtests/reconcile (tolerance
 0: k6 lets in-flight iterations finish, so the server's http_requests_total
@@ -8,8 +7,8 @@ infeasible one drops iterations and exits with k6's threshold status, 99),
 breaking.js finding a breaking point, and `loadtests/run.sh --tool k6 --quick`
 on one mode (its reconcile, and k6's web dashboard report kept with the test).
 
-    NOTESD_BIN=build/notesd NOTESD_PGSTATE=build-test/pgstate.json K6=/path/to/k6 \\
-      /usr/bin/python3 loadtests/k6/tests/test_live.py
+    cd loadtests && NOTESD_BIN=../build/notesd NOTESD_PGSTATE=../build-test/pgstate.json \\
+      K6=/path/to/k6 /usr/bin/python3 -B -m tests.k6.test_live
 
 CTest `loadtests_k6_live`; exits 77 (skipped) without k6, saying why. About a
 minute here.
@@ -22,7 +21,7 @@ import tempfile
 import time
 import unittest
 
-import k6live
+from tests.k6 import k6live
 
 K6 = k6live.require_k6("every k6 script run against notesd and reconciled, and run.sh --tool k6")
 k6live.require_notesd_and_postgres()

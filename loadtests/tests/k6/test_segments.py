@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Distributed k6 the way the k6-operator runs it: a TestRun with `parallelism: N`
 starts N runner pods, runner i with
 
@@ -18,8 +17,8 @@ notesd, for N = 2 and 3, and the test checks that
 Latency percentiles cannot be added up the same way: a p99 of the union is not a
 function of the runners' p99s (docker/kubernetes/README.md, "Distributed load").
 
-    NOTESD_BIN=build/notesd NOTESD_PGSTATE=build-test/pgstate.json K6=/path/to/k6 \\
-      /usr/bin/python3 loadtests/k6/tests/test_segments.py
+    cd loadtests && NOTESD_BIN=../build/notesd NOTESD_PGSTATE=../build-test/pgstate.json \\
+      K6=/path/to/k6 /usr/bin/python3 -B -m tests.k6.test_segments
 
 CTest `loadtests_k6_segments`; exits 77 (skipped) without k6, saying why.
 """
@@ -32,7 +31,8 @@ import time
 import unittest
 import urllib.request
 
-import k6live
+from loadlib.server import free_port
+from tests.k6 import k6live
 
 K6 = k6live.require_k6("k6 split over 2 and 3 runners as the k6-operator does it")
 k6live.require_notesd_and_postgres()
@@ -50,13 +50,6 @@ def operator_segments(index, total):
     sequence = ",".join(["0"] + [f"{i}/{total}" for i in range(1, total)] + ["1"])
     return [f"--execution-segment={part(index - 1)}:{part(index)}",
             f"--execution-segment-sequence={sequence}"]
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rest(port, method="GET", body=None):

@@ -1,22 +1,18 @@
-#!/usr/bin/python3
-"""h2load's adapter against h2load's real output (fixtures/h2load/<case>/,
+"""h2load's adapter against h2load's real output (fixtures/tools/h2load/<case>/,
 captured from runs against notesd): the figures below were read off those
 files by hand (percentiles: nearest rank over the --log-file's third column)."""
 import json
 import os
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", ".."))
-
-from loadlib.tools import h2load  # noqa: E402
-from loadlib.tools.base import RunSpec  # noqa: E402
+from loadlib.tools import h2load
+from loadlib.tools.base import RunSpec
+from tests.tools import TOOL_FIXTURES
 
 
 def parse_fixture(case):
-    d = os.path.join(HERE, "..", "fixtures", "h2load", case)
+    d = os.path.join(TOOL_FIXTURES, "h2load", case)
     with open(os.path.join(d, "run.json")) as f:
         spec = RunSpec(**json.load(f)["spec"])
     with open(os.path.join(d, "stdout.txt")) as out, open(os.path.join(d, "stderr.txt")) as err:

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """One k6 version everywhere: the k6 the tests run (`k6 version`) is the release
 loadtests/loadlib/tools/k6.py pins (PINNED), and so are docker/compose.yaml's
 k6 image, every image of the k6-operator TestRun, @types/k6 (the API the scripts
@@ -6,7 +5,7 @@ are type-checked against: package.json and its lockfile), and every k6 version t
 docs name (`k6 X.Y.Z`, `grafana/k6:X.Y.Z`, `k6 vX.Y.Z`). A new k6 means changing
 them together: this test fails until they agree.
 
-    K6=/path/to/k6 /usr/bin/python3 loadtests/k6/tests/test_version.py
+    cd loadtests && K6=/path/to/k6 /usr/bin/python3 -B -m tests.k6.test_version
 
 CTest `loadtests_k6_version`. Without k6 the binary's check is skipped and the
 pins are still compared; exit 77 when only that one was left out.
@@ -19,12 +18,8 @@ import unittest
 
 import yaml
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "loadtests"))
-sys.dont_write_bytecode = True
-
-from loadlib.tools import k6 as k6tool  # noqa: E402
+from loadlib.tools import k6 as k6tool
+from tests import REPO
 
 DOCS = ["loadtests/README.md", "loadtests/loadlib/tools/README.md",
         "loadtests/calibration/README.md", "docker/README.md", "docker/kubernetes/README.md"]

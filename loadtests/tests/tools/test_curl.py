@@ -1,22 +1,18 @@
-#!/usr/bin/python3
-"""curl's adapter against curl's real -w lines (fixtures/curl/<case>/, captured
+"""curl's adapter against curl's real -w lines (fixtures/tools/curl/<case>/, captured
 from runs against notesd): the figures below were computed by hand from the
 CURLW lines (nearest rank over time_total of the transfers with a status)."""
 import json
 import os
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", ".."))
-
-from loadlib.tools import curl  # noqa: E402
-from loadlib.tools.base import RunSpec  # noqa: E402
+from loadlib.tools import curl
+from loadlib.tools.base import RunSpec
+from tests.tools import TOOL_FIXTURES
 
 
 def parse_fixture(case):
-    d = os.path.join(HERE, "..", "fixtures", "curl", case)
+    d = os.path.join(TOOL_FIXTURES, "curl", case)
     with open(os.path.join(d, "run.json")) as f:
         spec = RunSpec(**json.load(f)["spec"])
     with open(os.path.join(d, "stdout.txt")) as out, open(os.path.join(d, "stderr.txt")) as err:

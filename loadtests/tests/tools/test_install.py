@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Every load tool in one step: loadtests/tools/install.sh --all installs each tool
 Debian 12 and npm have, and every adapter's INSTALL_HINT names that command first
 and then the tool's own package, which install.sh's list must hold. k6, in neither
@@ -7,14 +6,10 @@ package with its state and installs nothing."""
 import os
 import re
 import subprocess
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-LOADTESTS = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-sys.path.insert(0, LOADTESTS)
-
-from loadlib.tools import base, k6, run  # noqa: E402
+from loadlib.tools import base, k6, run
+from tests import LOADTESTS
 
 INSTALL = os.path.join(LOADTESTS, "tools", "install.sh")
 

@@ -1,22 +1,18 @@
-#!/usr/bin/python3
-"""hey's adapter against hey's real -o csv output (fixtures/hey/<case>/,
+"""hey's adapter against hey's real -o csv output (fixtures/tools/hey/<case>/,
 captured from runs against notesd): the figures below were computed by hand
 from the CSV rows (nearest rank over response-time)."""
 import json
 import os
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", ".."))
-
-from loadlib.tools import hey  # noqa: E402
-from loadlib.tools.base import RunSpec  # noqa: E402
+from loadlib.tools import hey
+from loadlib.tools.base import RunSpec
+from tests.tools import TOOL_FIXTURES
 
 
 def parse_fixture(case):
-    d = os.path.join(HERE, "..", "fixtures", "hey", case)
+    d = os.path.join(TOOL_FIXTURES, "hey", case)
     with open(os.path.join(d, "run.json")) as f:
         spec = RunSpec(**json.load(f)["spec"])
     with open(os.path.join(d, "stdout.txt")) as out, open(os.path.join(d, "stderr.txt")) as err:

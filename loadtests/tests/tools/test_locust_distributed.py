@@ -1,23 +1,19 @@
-#!/usr/bin/python3
 """Locust's distributed mode (a master and two workers) against real runs
-(fixtures/locust-distributed/<case>/, captured against notesd with
+(fixtures/tools/locust-distributed/<case>/, captured against notesd with
 `smoke_live.py --capture locust-distributed`): the figures below were read off the
 master's final CSV by hand and agree with the summary it printed on stderr. Then
 the runner script and the locustfile the adapter writes, and the fix that lets
 Debian's locust start its workers at all."""
 import json
 import os
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", ".."))
+from loadlib.tools import locust, locust_distributed as ld
+from loadlib.tools.base import RunSpec
+from tests.tools import TOOL_FIXTURES
 
-from loadlib.tools import locust, locust_distributed as ld  # noqa: E402
-from loadlib.tools.base import RunSpec  # noqa: E402
-
-FIXTURES = os.path.join(HERE, "..", "fixtures", "locust-distributed")
+FIXTURES = os.path.join(TOOL_FIXTURES, "locust-distributed")
 
 
 def parse_fixture(case):

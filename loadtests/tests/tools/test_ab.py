@@ -1,21 +1,17 @@
-#!/usr/bin/python3
-"""ab's adapter against ab's real output (fixtures/ab/<case>/, captured from
+"""ab's adapter against ab's real output (fixtures/tools/ab/<case>/, captured from
 runs against notesd): the figures below were read off those files by hand."""
 import json
 import os
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", ".."))
-
-from loadlib.tools import ab  # noqa: E402
-from loadlib.tools.base import RunSpec  # noqa: E402
+from loadlib.tools import ab
+from loadlib.tools.base import RunSpec
+from tests.tools import TOOL_FIXTURES
 
 
 def parse_fixture(case):
-    d = os.path.join(HERE, "..", "fixtures", "ab", case)
+    d = os.path.join(TOOL_FIXTURES, "ab", case)
     with open(os.path.join(d, "run.json")) as f:
         spec = RunSpec(**json.load(f)["spec"])
     with open(os.path.join(d, "stdout.txt")) as out, open(os.path.join(d, "stderr.txt")) as err:

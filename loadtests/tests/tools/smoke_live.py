@@ -1,13 +1,12 @@
-#!/usr/bin/python3
 """Live smoke test of the load-tool adapters: `loadtests/calibrate --tools all
 --smoke` in-process (the conformance matrix's own code: its notesd, its runs, its
 counts verdict), then one test per tool asserting that its counts check passed:
 about two seconds of GET /json at 4 connections, the tool's request count against
 the delta of notesd's own http_requests_total.
 
-    /usr/bin/python3 loadtests/loadlib/tools/tests/smoke_live.py          # the test
-    /usr/bin/python3 loadtests/loadlib/tools/tests/smoke_live.py --capture ab hey
-                                            # rewrite fixtures/<tool>/<case>/ from live runs
+    cd loadtests && /usr/bin/python3 -B -m tests.tools.smoke_live        # the test
+    cd loadtests && /usr/bin/python3 -B -m tests.tools.smoke_live --capture ab hey
+                                # rewrite tests/fixtures/tools/<tool>/<case>/ from live runs
 
 notesd runs without a database (DB_URL only has to parse for /json, /delay and
 /status), on free loopback ports. NOTESD_BIN names the binary (default
@@ -18,7 +17,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,27 +26,19 @@ import unittest
 import urllib.request
 from dataclasses import asdict, replace
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "loadtests"))
-
-from loadlib.commands import calibrate_matrix  # noqa: E402
-from loadlib.tools import (ab, artillery, autocannon, curl, h2load, hey,  # noqa: E402
-                           httperf, k6, loadtest, locust, locust_distributed, siege, wrk)
-from loadlib.tools.base import RunSpec  # noqa: E402
+from loadlib.commands import calibrate, calibrate_verdicts
+from loadlib.server import free_port
+from loadlib.tools import (ab, artillery, autocannon, curl, h2load, hey, httperf, k6, loadtest,
+                           locust, locust_distributed, siege, wrk)
+from loadlib.tools.base import RunSpec
+from tests import REPO
+from tests.tools import TOOL_FIXTURES
 
 ADAPTERS = [h2load, ab, hey, siege, httperf, locust, locust_distributed, autocannon, artillery,
             loadtest, k6, curl]
 # the fixtures are captured for these; wrk's figures come from latency.lua's own line
 SMOKED = ADAPTERS + [wrk]
-FIXTURES = os.path.join(HERE, "..", "fixtures")
 RUN_TIMEOUT_S = 60
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Notesd:
@@ -128,7 +118,7 @@ class SmokeLive(unittest.TestCase):
         binary = os.environ.get("NOTESD_BIN", os.path.join(REPO, "build", "notesd"))
         if not os.access(binary, os.X_OK):
             raise unittest.SkipTest(f"no notesd binary at {binary} (server/build.sh builds it)")
-        cls.matrix = calibrate_matrix.run_matrix(["all"], binary, smoke=True)
+        cls.matrix = calibrate.run_matrix(["all"], binary, smoke=True)
         cls.rows = {row["tool"]: row for row in cls.matrix["tools"]}
 
     def check_tool(self, adapter):
@@ -150,7 +140,7 @@ class SmokeLive(unittest.TestCase):
         self.assertEqual(sum(res["errors"].values()), 0, what)
         # the matrix's counts verdict: the server counted at least as many, and at most
         # the requests in flight (one per connection) more
-        self.assertEqual(rec["verdict"], calibrate_matrix.PASS, what)
+        self.assertEqual(rec["verdict"], calibrate_verdicts.PASS, what)
         self.assertLessEqual(res["requests"], run["server"]["requests"], what)
         self.assertLessEqual(run["server"]["requests"] - res["requests"],
                              run["spec"]["connections"], what)
@@ -189,7 +179,7 @@ def capture(names):
                     spec = replace(spec, requests=400)  # tools that run a count
                 with tempfile.TemporaryDirectory() as workdir:
                     argv, out, err, rc = run(adapter, spec, workdir)
-                    dest = os.path.join(FIXTURES, adapter.NAME, case)
+                    dest = os.path.join(TOOL_FIXTURES, adapter.NAME, case)
                     shutil.rmtree(dest, ignore_errors=True)
                     shutil.copytree(workdir, dest, ignore=shutil.ignore_patterns(".siege", curl.CONFIG))
                 with open(os.path.join(dest, "stdout.txt"), "w") as f:

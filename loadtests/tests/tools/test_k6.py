@@ -1,29 +1,25 @@
-#!/usr/bin/python3
 """k6's adapter: its parser on fixtures in the shape k6 documents for
-handleSummary data (fixtures/k6/, written by hand before a k6 binary was at
+handleSummary data (fixtures/tools/k6/, written by hand before a k6 binary was at
 hand; the live runs are the conformance matrix's smoke run and
-loadtests/k6/tests/), how it finds k6 (K6, then PATH), and its generated script,
+tests/k6/), how it finds k6 (K6, then PATH), and its generated script,
 type-checked against @types/k6 when loadtests/k6/node_modules has TypeScript
 (loadtests/k6/check-types.sh installs it)."""
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-LOADTESTS = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-sys.path.insert(0, LOADTESTS)
-
-from loadlib.tools import k6  # noqa: E402
-from loadlib.tools.base import RunSpec  # noqa: E402
+from loadlib.tools import k6
+from loadlib.tools.base import RunSpec
+from tests import LOADTESTS
+from tests.tools import TOOL_FIXTURES
 
 K6_MODULES = os.path.join(LOADTESTS, "k6", "node_modules")
 
 
 def parse_fixture(case):
-    d = os.path.join(HERE, "..", "fixtures", "k6", case)
+    d = os.path.join(TOOL_FIXTURES, "k6", case)
     with open(os.path.join(d, "run.json")) as f:
         spec = RunSpec(**json.load(f)["spec"])
     return k6.parse("", "", d, spec)

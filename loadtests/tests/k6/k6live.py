@@ -3,8 +3,8 @@ reason), a notesd on a database of its own copied from the CTest PostgreSQL's
 notes_template, one k6 run with the server's /metrics scraped on either side,
 and loadtests/reconcile on the result.
 
-    import k6live
-    k6 = k6live.require_k6("what this test runs")   # exits 77 saying why when k6 is missing
+    from tests.k6 import k6live
+    k6 = k6live.require_k6("what this test runs")   # skips (exit 77) saying why without k6
     server = k6live.Server("k6_live")         # notesd on its own copy of the 200,000 rows
     run = k6live.run_script(k6, server, "notes.js", {"MODE": "read", "VUS": "10"}, workdir)
     run.reconcile()                           # loadtests/reconcile --tolerance 0
@@ -12,28 +12,30 @@ and loadtests/reconcile on the result.
 
 The tests run under CTest (tests/CMakeLists.txt), which provides NOTESD_BIN,
 NOTESD_PGSTATE (the shared PostgreSQL of pg_fixture.py) and K6 when CMake found
-a k6; by hand:
+a k6; by hand, from loadtests/:
 
-    NOTESD_BIN=build/notesd NOTESD_PGSTATE=build-test/pgstate.json K6=/path/to/k6 \\
-      /usr/bin/python3 loadtests/k6/tests/test_live.py
+    NOTESD_BIN=../build/notesd NOTESD_PGSTATE=../build-test/pgstate.json K6=/path/to/k6 \\
+      /usr/bin/python3 -B -m tests.k6.test_live
+
+The notesd and the databases are the integration suite's (tests/integration/
+notes_testlib.py), loaded from that file by integration_lib(): that tree is no
+package, and this one adds nothing to sys.path.
 """
+import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 import time
+import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-K6DIR = os.path.dirname(HERE)
-LOADTESTS = os.path.dirname(K6DIR)
-REPO = os.path.dirname(LOADTESTS)
-sys.path.insert(0, LOADTESTS)
-sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
-sys.dont_write_bytecode = True
+from loadlib import prom
+from loadlib.tools import k6 as k6tool
+from tests import LOADTESTS, REPO
 
-from loadlib import prom  # noqa: E402
-from loadlib.tools import k6 as k6tool  # noqa: E402
+K6DIR = os.path.join(LOADTESTS, "k6")
+INTEGRATION_LIB = os.path.join(REPO, "tests", "integration", "notes_testlib.py")
 
 SKIP = 77
 # k6's exit status when a threshold failed (its ThresholdsHaveFailed error code)
@@ -41,26 +43,44 @@ THRESHOLDS_FAILED = 99
 RUN_TIMEOUT_S = 120
 
 
+def skip(why):
+    """Ends a test module that cannot run here, saying why: exit 77 (CTest's skip) when
+    it runs as the program, unittest.SkipTest when `python3 -m unittest` imports it."""
+    print(f"SKIP {why}", flush=True)
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if main is not None and main.name == "unittest.__main__":
+        raise unittest.SkipTest(why)
+    sys.exit(SKIP)
+
+
 def require_k6(skipped):
-    """The k6 binary (K6, else PATH), or exit 77 (CTest's skip) saying why and what the
-    test skips (`skipped`: what it would have run)."""
+    """The k6 binary (K6, else PATH), or skip() saying why and what the test skips
+    (`skipped`: what it would have run)."""
     path = k6tool.path()
     if path is None:
-        print(f"SKIP {os.path.basename(sys.argv[0])}, {skipped}: {k6tool.missing()}", flush=True)
-        sys.exit(SKIP)
+        skip(f"{os.path.basename(sys.argv[0])}, {skipped}: {k6tool.missing()}")
     print(f"k6 {k6tool.version(path) or '?'} at {path}", flush=True)
     return path
 
 
+def integration_lib():
+    """The integration suite's notes_testlib, loaded once from its file."""
+    lib = sys.modules.get("notes_testlib")
+    if lib is None:
+        spec = importlib.util.spec_from_file_location("notes_testlib", INTEGRATION_LIB)
+        lib = importlib.util.module_from_spec(spec)
+        sys.modules["notes_testlib"] = lib
+        spec.loader.exec_module(lib)
+    return lib
+
+
 def require_notesd_and_postgres():
-    import notes_testlib as lib
+    lib = integration_lib()
     if not os.access(lib.BIN, os.X_OK):
-        print(f"SKIP no notesd binary at {lib.BIN} (server/build.sh builds it)", flush=True)
-        sys.exit(SKIP)
+        skip(f"no notesd binary at {lib.BIN} (server/build.sh builds it)")
     if not os.environ.get("NOTESD_PGSTATE"):
-        print("SKIP NOTESD_PGSTATE is unset: run under CTest (the postgres fixture), or point it "
-              "at pg_fixture.py's state file", flush=True)
-        sys.exit(SKIP)
+        skip("NOTESD_PGSTATE is unset: run under CTest (the postgres fixture), or point it at "
+             "pg_fixture.py's state file")
     return lib
 
 

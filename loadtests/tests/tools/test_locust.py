@@ -1,21 +1,17 @@
-#!/usr/bin/python3
-"""locust's adapter against real headless runs (fixtures/locust/<case>/,
+"""locust's adapter against real headless runs (fixtures/tools/locust/<case>/,
 captured against notesd): the figures below were read off the final CSV files
 by hand, and agree with the summary locust printed on stderr."""
 import csv
 import json
 import os
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", ".."))
+from loadlib.tools import locust
+from loadlib.tools.base import RunSpec
+from tests.tools import TOOL_FIXTURES
 
-from loadlib.tools import locust  # noqa: E402
-from loadlib.tools.base import RunSpec  # noqa: E402
-
-FIXTURES = os.path.join(HERE, "..", "fixtures", "locust")
+FIXTURES = os.path.join(TOOL_FIXTURES, "locust")
 
 
 def parse_fixture(case):

@@ -1,22 +1,18 @@
-#!/usr/bin/python3
-"""Artillery's adapter against real --output reports (fixtures/artillery/<case>/,
+"""Artillery's adapter against real --output reports (fixtures/tools/artillery/<case>/,
 captured against notesd): the figures below were read off the reports' aggregate
 by hand."""
 import json
 import os
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", ".."))
-
-from loadlib.tools import artillery  # noqa: E402
-from loadlib.tools.base import RunSpec  # noqa: E402
+from loadlib.tools import artillery
+from loadlib.tools.base import RunSpec
+from tests.tools import TOOL_FIXTURES
 
 
 def parse_fixture(case):
-    d = os.path.join(HERE, "..", "fixtures", "artillery", case)
+    d = os.path.join(TOOL_FIXTURES, "artillery", case)
     with open(os.path.join(d, "run.json")) as f:
         spec = RunSpec(**json.load(f)["spec"])
     with open(os.path.join(d, "stdout.txt")) as out, open(os.path.join(d, "stderr.txt")) as err:

@@ -10,8 +10,10 @@ notesd, for N = 2 and 3, and the test checks that
 
   - their http_reqs add up to the server's http_requests_total delta over the run,
   - and to the same script run unsplit (k6 stripes the iterations of a segment
-    sequence so that the union of the segments is the whole run):
-    hello.js (shared-iterations) and notes-open.js (constant-arrival-rate),
+    sequence so that the union of the segments is the whole run): hello.js
+    (shared-iterations) exactly, notes-open.js (constant-arrival-rate) within one
+    iteration per process (each decides by its own clock whether an arrival due right
+    at the end of the duration still starts: 241 against 240 was seen on a busy machine),
   - each runner's own summary covers its segment only (hello.js: ITERATIONS / N).
 
 Latency percentiles cannot be added up the same way: a p99 of the union is not a
@@ -138,7 +140,10 @@ class Segments(unittest.TestCase):
                 result.append(json.load(f))
         return result, after - before
 
-    def check(self, script, variables, per_runner=None):
+    def check(self, script, variables, per_runner=None, edge=0):
+        """edge: iterations each k6 process may add or miss at the end of its duration (an
+        arrival scheduled right at the end starts or not by that process's own clock), so
+        the union of N runners may differ from the unsplit run by at most N + 1 of them."""
         whole = self.unsplit(script, variables)
         for total in (2, 3):
             with self.subTest(script=script, parallelism=total):
@@ -148,7 +153,8 @@ class Segments(unittest.TestCase):
                       f"{' + '.join(map(str, counts))} = {sum(counts)}, server {server}",
                       flush=True)
                 self.assertEqual(sum(counts), server, "the runners' counts against the server's")
-                self.assertEqual(sum(counts), whole, "the runners' counts against the unsplit run")
+                self.assertLessEqual(abs(sum(counts) - whole), edge * (total + 1),
+                                     "the runners' counts against the unsplit run")
                 self.assertTrue(all(counts), counts)
                 for r in runs:
                     self.assertEqual(r["notesd_test"]["tags"]["testid"], f"segments-{total}")
@@ -168,7 +174,7 @@ class Segments(unittest.TestCase):
             for r in runs:
                 dropped = (r["metrics"].get("dropped_iterations") or {}).get("values", {})
                 self.assertEqual(dropped.get("count", 0), 0)
-        self.check("notes-open.js", OPEN, per_runner)
+        self.check("notes-open.js", OPEN, per_runner, edge=1)
 
 
 if __name__ == "__main__":

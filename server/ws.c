@@ -12,6 +12,7 @@
  * frame's length against the limits first and gathers the message itself.
  */
 #include <assert.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -432,6 +433,16 @@ static void on_upgraded(void *data, h2o_socket_t *sock, size_t reqsize)
     c->sock = sock;
     sock->data = c;
     h2o_buffer_consume(&sock->input, reqsize);
+    /* h2o reads whatever the kernel holds when the socket becomes readable, so
+     * a client that writes fast could put megabytes into sock->input (TCP's
+     * autotuned window) before flow control stops reading. A fixed receive
+     * buffer, about two messages (the kernel caps it at net.core.rmem_max),
+     * bounds that too. */
+    int rcvbuf = c->limits.max_message_bytes < 32768 ? 65536
+                 : c->limits.max_message_bytes > INT_MAX / 2
+                     ? INT_MAX
+                     : (int)(2 * c->limits.max_message_bytes);
+    setsockopt(h2o_socket_get_fd(sock), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     if (wslay_event_context_server_init(&c->ctx, &wslay_callbacks, c) != 0)
         abort(); /* out of memory: see the policy in main.c */
     wslay_event_config_set_no_buffering(c->ctx, 1);

@@ -3,6 +3,7 @@
     loadtests/calibrate [--out report.md] [--json raw.json] [--seconds 5]
     loadtests/calibrate --base-url http://127.0.0.1:8080 [--metrics-url http://127.0.0.1:9091/metrics]
     loadtests/calibrate --tools all|h2load,ab,... [--smoke] [--out report.md] [--json raw.json]
+    loadtests/calibrate --ws all|k6,artillery,tsung [--out ws.md] [--json ws.json]
 
 Without --base-url it starts build/notesd itself on 127.0.0.1:18220 (metrics
 on 19220; --port, --metrics-port), pinned to CPU 1 with `taskset -c 1`, and
@@ -34,7 +35,9 @@ only loopback targets are accepted.
 listed tool ("all": every adapter in loadlib/tools) through the same checks against
 a notesd started for it, a scorecard on stdout and in
 loadtests/results/calibrate-<UTC time>/ (scorecard.md, scorecard.json, SVG charts).
---smoke runs the counts check alone, two seconds per tool.
+--smoke runs the counts check alone, two seconds per tool. The scorecard gains the
+WebSocket column (calibrate_ws.py) for the listed tools that speak WebSocket; --ws
+LIST runs that column alone.
 """
 import argparse
 import datetime
@@ -50,7 +53,7 @@ import time
 import urllib.parse
 
 from loadlib import httpc, procs, prom, quantile, server as srv
-from loadlib.commands import calibrate_matrix, calibrate_scorecard
+from loadlib.commands import calibrate_matrix, calibrate_scorecard, calibrate_ws
 from loadlib.server import LOADTESTS, REPO
 from loadlib.netcheck import is_loopback
 from loadlib.quantile import median
@@ -545,11 +548,15 @@ def parse_args():
     p.add_argument("--wrk", help="path of wrk (default: from PATH)")
     p.add_argument("--out", help="also write the Markdown report here")
     p.add_argument("--json", help="write the raw figures here")
+    p.add_argument("--ws", help="the WebSocket column alone: 'all' or a comma list of tools "
+                   "with a loadlib/tools/ws_* adapter (k6, artillery, tsung)")
     p.add_argument("--tools", help="the conformance matrix instead: 'all' or a comma list of "
                    "load tools (loadlib/tools adapters)")
     p.add_argument("--smoke", action="store_true",
                    help="with --tools: the counts check only, about 2 s per tool")
     args = p.parse_args()
+    if args.ws and args.tools:
+        p.error("--ws runs the WebSocket column alone; --tools adds it to the matrix")
     if args.smoke and not args.tools:
         p.error("--smoke goes with --tools")
     if args.tools and args.base_url:
@@ -656,19 +663,24 @@ def main_matrix(p, args):
     if not os.access(args.notesd, os.X_OK):
         p.error(f"{args.notesd} is not built (server/build.sh)")
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    ws_only, tools = calibrate_ws.split(tools)
     try:
         calibrate_matrix.selected(tools)
     except ValueError as e:
         p.error(str(e))
     data = calibrate_matrix.run_matrix(tools, args.notesd, smoke=args.smoke)
+    calibrate_ws.attach(data, ws_only + tools, args.notesd, args.smoke)
     outdir = os.path.join(LOADTESTS, "results", "calibrate-" + data["started"].replace(":", ""))
-    print(calibrate_scorecard.write(data, outdir, args.out, args.json))
+    print(calibrate_ws.append(calibrate_scorecard.write(data, outdir, args.out, args.json), data,
+                              outdir, args.out))
     log(f"scorecard in {outdir}")
     return 0
 
 
 def main():
     p, args = parse_args()
+    if args.ws:
+        return calibrate_ws.main_ws(args, os.path.join(LOADTESTS, "results"))
     if args.tools:
         return main_matrix(p, args)
     runner = Runner(args)

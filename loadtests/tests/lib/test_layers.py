@@ -49,13 +49,14 @@ LAYERS = [
     {"httpc"},
     {"prom", "netcheck", "procs", "pg", "pgbench", "mixes", "report", "charts", "cli", "tools.base",
      "tools._npm"},
-    {"quantile", "openmetrics", "tools.wrk", "netns", "server", "database"},
+    {"quantile", "openmetrics", "tools.wrk", "netns", "server", "database", "tools.ws_base"},
     {"sampler", "tools.run"},
+    {"tools.ws_run"},
     # the commands' parts, each part of one command (PART_OF), in the order they build on each other
     {"commands.analyze_figures", "commands.bench_figures", "commands.calibrate_matrix",
      "commands.calibrate_scorecard", "commands.reconcile_client", "commands.verify_js"},
     {"commands.analyze_report", "commands.bench_report", "commands.bench_subjects",
-     "commands.verify_target"},
+     "commands.verify_target", "commands.calibrate_ws"},
     {"commands.analyze", "commands.bench_runs", "commands.bench_setup", "commands.verify_api",
      "commands.verify_work"},
     {"commands.bench_sweep", "commands.bench_netns"},
@@ -66,7 +67,7 @@ COMMANDS = LAYERS[-1]
 PARTS = {"commands.harness": ("analyze", "analyze_figures", "analyze_report"),
          "commands.bench": ("bench_figures", "bench_report", "bench_subjects", "bench_runs", "bench_setup",
                             "bench_sweep", "bench_netns"),
-         "commands.calibrate": ("calibrate_matrix", "calibrate_scorecard"),
+         "commands.calibrate": ("calibrate_matrix", "calibrate_scorecard", "calibrate_ws"),
          "commands.reconcile": ("reconcile_client",),
          "commands.verify": ("verify_js", "verify_target", "verify_api", "verify_work")}
 PART_OF = {f"commands.{part}": command for command, parts in PARTS.items() for part in parts}
@@ -154,7 +155,8 @@ class Layers(unittest.TestCase):
 
     def test_every_module_has_a_layer(self):
         for module, _ in self.modules():
-            if module.startswith("tools.") and module not in ("tools.base", "tools.wrk", "tools.run"):
+            if module.startswith("tools.") and module not in ("tools.base", "tools.wrk", "tools.run",
+                                                              "tools.ws_base", "tools.ws_run"):
                 continue                           # other adapters: checked below, like tools.wrk
             self.assertIsNotNone(layer_of(module), f"{module} is in no layer of test_layers.py")
 

@@ -19,12 +19,15 @@ import threading
 import time
 import unittest
 
-from notes_testlib import (REPO, SANITIZED, Notesd, ServerTestCase, create_database, main, poll,
-                           proc_stat, raw_request, request)
+from notes_testlib import (REPO, SANITIZED, TSAN, Notesd, ServerTestCase, create_database, main,
+                           poll, proc_stat, raw_request, request)
 from ws_client import (OP_BINARY, OP_CLOSE, OP_TEXT, Closed, HandshakeRefused, WebSocket,
                        frame)
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
+# Under a sanitizer, memory is the sanitizer's (shadow memory, quarantine): the figures are
+# printed, the bounds are checked in the optimised and strict builds only.
+MEASURES_MEMORY = not (SANITIZED or TSAN)
 
 
 def parse(text):
@@ -187,7 +190,8 @@ class EchoTest(ServerTestCase):
         ws.send_raw(frame(OP_BINARY, b"0123456789", length=1 << 62))
         self.assertEqual(ws.recv_close()[0], 1009)
         ws.wait_eof()
-        self.assertLess(proc_stat(self.server.proc.pid)[1] - rss_before, 4 << 20)
+        if MEASURES_MEMORY:
+            self.assertLess(proc_stat(self.server.proc.pid)[1] - rss_before, 4 << 20)
 
     def test_the_message_past_max_messages_closes_1008_unanswered(self):
         d = Delta(self.server)
@@ -270,7 +274,8 @@ class EchoTest(ServerTestCase):
                 time.sleep(0.01)
         self.assertLess(sent, 700, "the server kept reading a client that never reads")
         grown = proc_stat(self.server.proc.pid)[1] - rss_before
-        self.assertLess(grown, 4 << 20, f"RSS grew by {grown} bytes")
+        if MEASURES_MEMORY:
+            self.assertLess(grown, 4 << 20, f"RSS grew by {grown} bytes")
         # now read (the rest of the last frame goes out meanwhile): every message comes
         # back, exactly
         ws.sock.setblocking(True)
@@ -416,7 +421,7 @@ class ResourcesTest(unittest.TestCase):
             per = (rss_after - rss_before) / n
             print(f"\n  RSS {rss_before / 2**20:.1f} MiB -> {rss_after / 2**20:.1f} MiB with "
                   f"{n} idle WebSocket connections: {per / 1024:.1f} KiB each", flush=True)
-            if not SANITIZED:
+            if MEASURES_MEMORY:
                 self.assertLess(per, 48 * 1024)
             for ws in socks + warm:
                 ws.abort()
@@ -451,7 +456,7 @@ class ResourcesTest(unittest.TestCase):
                     self.assertEqual(ws.recv()[1], f"{round_}".encode() * 1000)
                 ws.abort()
             grown = proc_stat(server.proc.pid)[1] - rss_before
-            if not SANITIZED:
+            if MEASURES_MEMORY:
                 self.assertLess(grown, 24 << 20)
         finally:
             self.assertEqual(server.stop(), 0)
@@ -490,7 +495,7 @@ class ResourcesTest(unittest.TestCase):
                   f"({grown / n / 1024:.0f} KiB each); the polite client's slowest echo "
                   f"{slowest * 1000:.0f} ms", flush=True)
             self.assertLess(slowest, 1.0)
-            if not SANITIZED:
+            if MEASURES_MEMORY:
                 self.assertLess(grown / n, 1 << 20)
         finally:
             for ws in clients:

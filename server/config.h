@@ -42,6 +42,10 @@ typedef struct notesd_config {
     const char *tls_key;         /* PEM private key of the TLS listener */
     int h2c;                     /* 1: HTTP/2 over cleartext (prior knowledge, Upgrade: h2c) */
     int log_level;               /* enum log_level */
+    int ws_idle_timeout_ms;      /* a WebSocket with nothing received or written this long: 1001 */
+    int ws_max_fragment_bytes;   /* a longer WebSocket frame from a client: 1009 */
+    int ws_max_message_bytes;    /* a longer WebSocket message from a client: 1009 */
+    int ws_max_messages;         /* messages a WebSocket client may send; then 1008; 0 = any */
 } notesd_config_t;
 
 /* METRICS_PORT=auto, TLS_PORT=auto: the kernel picks a free port (PORT=0 does the

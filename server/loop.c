@@ -20,5 +20,6 @@ void loops_init(int n, int lag_interval_ms)
         stats_loop_init(&loop->stats);
         listen_init(&loop->listen, &loop->stats);
         lag_init(&loop->lag, lag_interval_ms);
+        ws_loop_init(&loop->ws, &loop->timers);
     }
 }

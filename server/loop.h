@@ -18,6 +18,7 @@
 #include "pool.h"
 #include "stats.h"
 #include "timers.h"
+#include "ws.h"
 
 #define NOTESD_MAX_LOOPS 64
 
@@ -36,6 +37,7 @@ typedef struct notesd_loop {
     stats_loop_t stats; /* HTTP series, in flight, connections */
     timers_t timers;    /* the loop's timer service: one timerfd */
     lag_probe_t lag;    /* the event-loop lag probe */
+    ws_loop_t ws;       /* its WebSocket connections and their counters */
     enum loop_state state;
     int wakeup_fd;        /* an eventfd: "begin shutdown" */
     h2o_socket_t *wakeup; /* watches wakeup_fd */

@@ -168,7 +168,8 @@ static void configure_loops(int max_connections)
 static void on_drain_check(h2o_timeout_entry_t *entry)
 {
     notesd_loop_t *loop = H2O_STRUCT_FROM_MEMBER(notesd_loop_t, drain_entry, entry);
-    int drained = loop->stats.in_flight == 0 && pool_is_empty(&loop->pool);
+    int drained =
+        loop->stats.in_flight == 0 && pool_is_empty(&loop->pool) && ws_is_empty(&loop->ws);
 
     if (drained || stats_now_ns() >= loop->drain_deadline_ns) {
         if (!drained)
@@ -188,6 +189,7 @@ static void begin_shutdown(notesd_loop_t *loop)
     /* The next response on each keep-alive connection says Connection: close. */
     h2o_context_request_shutdown(&loop->ctx);
     pool_shutdown(&loop->pool);
+    ws_shutdown(&loop->ws); /* every WebSocket gets a close with 1001 */
     loop->drain_deadline_ns = stats_now_ns() + (uint64_t)cfg->shutdown_timeout_ms * 1000000;
     h2o_timeout_link(loop->ctx.loop, &loop->drain_timeout, &loop->drain_entry);
 }
@@ -318,10 +320,17 @@ int main(int argc, char **argv)
     configure_loops(max_connections);
     /* The settings of every request: the process's, read-only from here on. */
     static request_settings_t request_settings;
-    request_settings = (request_settings_t){.server_timing = cfg->server_timing,
-                                            .primes_max = cfg->primes_max,
-                                            .max_body_bytes = (size_t)cfg->max_body_bytes,
-                                            .static_dir = cfg->static_dir};
+    request_settings =
+        (request_settings_t){.server_timing = cfg->server_timing,
+                             .primes_max = cfg->primes_max,
+                             .max_body_bytes = (size_t)cfg->max_body_bytes,
+                             .static_dir = cfg->static_dir,
+                             .ws = {
+                                 .max_message_bytes = (uint64_t)cfg->ws_max_message_bytes,
+                                 .max_fragment_bytes = (uint64_t)cfg->ws_max_fragment_bytes,
+                                 .max_messages = (uint64_t)cfg->ws_max_messages,
+                                 .idle_timeout_ms = (uint64_t)cfg->ws_idle_timeout_ms,
+                             }};
     http_configure(cfg, &request_settings);
     if (http_tls_configure(cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "notesd: %s\n", err);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <cJSON.h>
+#include "log.h"
 #include "request.h"
 
 const char *const request_method_labels[REQUEST_NUM_METHODS] = {
@@ -19,20 +20,62 @@ static uint8_t method_index(h2o_iovec_t m)
     return REQUEST_NUM_METHODS - 1;
 }
 
+/* The debug log's line for one measured request: method, target, status,
+ * duration, and the trace id when it came with one. */
+static void log_request(notesd_req_t *r, double seconds, const traceparent_t *trace)
+{
+    h2o_req_t *req = r->req;
+    char id[TRACEPARENT_TRACE_ID_HEX];
+    if (trace != NULL)
+        traceparent_trace_id_hex(trace->trace_hi, trace->trace_lo, id);
+    log_debug("%.*s %.*s %d %.3f ms%s%.*s", (int)req->method.len, req->method.base,
+              req->path.len > 256 ? 256 : (int)req->path.len, req->path.base, r->status,
+              seconds * 1e3, trace != NULL ? " trace=" : "", trace != NULL ? (int)sizeof(id) : 0,
+              id);
+}
+
 /* Runs when h2o disposes of the request: after its response was written, or
  * when the connection closed first (status 0). */
 static void on_request_disposed(void *p)
 {
     notesd_req_t *r = p;
+    traceparent_t trace;
 
     if (r->on_dispose != NULL)
         r->on_dispose(r);
     if (r->stats == NULL)
         return;
     r->status = r->client_gone ? 0 : r->req->res.status;
-    stats_http_observe(r->stats, r->route, method_index(r->req->method), r->status,
-                       (double)(stats_now_ns() - r->start_ns) / 1e9);
+    double seconds = (double)(stats_now_ns() - r->start_ns) / 1e9;
+    uint8_t method = method_index(r->req->method);
+    int traced = request_trace(r, &trace);
+    if (!traced)
+        stats_http_observe(r->stats, r->route, method, r->status, seconds);
+    else
+        stats_http_observe_traced(r->stats, r->route, method, r->status, seconds, trace.trace_hi,
+                                  trace.trace_lo);
+    if (log_level_current >= LOG_DEBUG)
+        log_request(r, seconds, traced ? &trace : NULL);
     STAT_SUB(r->stats->in_flight, 1);
+}
+
+int request_trace(notesd_req_t *r, traceparent_t *out)
+{
+    if (r->trace_state == REQUEST_TRACE_NONE)
+        return 0;
+    const h2o_headers_t *headers = &r->req->headers;
+    for (size_t i = 0; i != headers->size; i++) {
+        const h2o_iovec_t *name = headers->entries[i].name;
+        if (name->len == 11 && memcmp(name->base, "traceparent", 11) == 0) {
+            const h2o_iovec_t *v = &headers->entries[i].value;
+            if (traceparent_parse(v->base, v->len, out) != 0)
+                break;
+            r->trace_state = REQUEST_TRACE_FOUND;
+            return 1;
+        }
+    }
+    r->trace_state = REQUEST_TRACE_NONE;
+    return 0;
 }
 
 notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats,
@@ -148,7 +191,9 @@ void request_add_server_timing(notesd_req_t *r)
     r->timing_sent = 1;
     h2o_req_t *req = r->req;
     uint64_t total_ns = stats_now_ns() - r->start_ns;
-    char *value = h2o_mem_alloc_pool(&req->pool, 96), *p = value;
+    traceparent_t trace;
+    int traced = request_trace(r, &trace);
+    char *value = h2o_mem_alloc_pool(&req->pool, traced ? 176 : 96), *p = value;
     if (r->db_ns > 0) {
         memcpy(p, "db;dur=", 7), p += 7;
         p = put_ms(p, r->db_ns);
@@ -156,6 +201,11 @@ void request_add_server_timing(notesd_req_t *r)
     }
     memcpy(p, "total;dur=", 10), p += 10;
     p = put_ms(p, total_ns);
+    if (traced) {
+        memcpy(p, ", traceparent;desc=\"", 20), p += 20;
+        traceparent_format(&trace, p), p += TRACEPARENT_LEN;
+        *p++ = '"';
+    }
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("server-timing"), 0, NULL,
                           value, (size_t)(p - value));
 }

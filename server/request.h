@@ -19,9 +19,19 @@
 #include "pool.h"
 #include "stats.h"
 #include "timers.h"
+#include "traceparent.h"
 #include "validate.h"
 
 typedef struct notesd_req notesd_req_t;
+
+/* The limits of a WebSocket connection (the WS_* settings); a request may
+ * lower them for its own connection (routes_ws.c). */
+typedef struct request_ws_limits {
+    uint64_t max_message_bytes;  /* a longer message from the client: close 1009 */
+    uint64_t max_fragment_bytes; /* a longer frame: close 1009 */
+    uint64_t max_messages;       /* data messages a client may send; past them, 1008; 0: any */
+    uint64_t idle_timeout_ms;    /* nothing received or written for this long: close 1001 */
+} request_ws_limits_t;
 
 /* The settings a port's requests are handled with: set once at start-up from
  * the configuration (main.c), then read-only and shared by every loop. Each
@@ -31,6 +41,7 @@ typedef struct request_settings {
     int primes_max;         /* PRIMES_MAX: the largest ?below= of /primes */
     size_t max_body_bytes;  /* MAX_BODY_BYTES: a larger request body gets 413 */
     const char *static_dir; /* STATIC_DIR: served under /static/ (read by its set-up hook) */
+    request_ws_limits_t ws; /* WS_*: the WebSocket routes' limits */
 } request_settings_t;
 
 struct notesd_req {
@@ -43,6 +54,7 @@ struct notesd_req {
     uint8_t route;       /* enum route_id (routes.h) */
     uint8_t timing_sent; /* 1 once the Server-Timing header was added */
     uint8_t client_gone; /* 1: the client left while we waited; recorded as status 0 */
+    uint8_t trace_state; /* enum request_trace_state: what request_trace found so far */
     h2o_iovec_t param;   /* MATCH_PARAM: the `:param` segment, percent-decoded; MATCH_PREFIX:
                             the rest of the path after the prefix and its "/", as sent */
     /* The handler's clean-up, run first when the request is disposed of; it
@@ -73,7 +85,20 @@ struct notesd_req {
             uint8_t action;            /* /fault: enum fault_action (routes_fixture.c) */
             int status;                /* /fault: the status this request answers */
         } fixture;
+        struct request_stream {   /* routes_stream.c: /sse and /stream/:n */
+            struct stream *state; /* in req->pool: its generator, position and buffer */
+        } stream;
     } u;
+};
+
+/* What request_trace knows of a request's traceparent. Only "none" is kept:
+ * a request without one (nearly all of them) is searched once; one with a
+ * valid one is parsed again when asked, which costs nothing per request in
+ * the context's size. */
+enum request_trace_state {
+    REQUEST_TRACE_UNKNOWN, /* not searched yet */
+    REQUEST_TRACE_NONE,    /* no traceparent, or not a valid one */
+    REQUEST_TRACE_FOUND,   /* a valid one */
 };
 
 /* The `method` label values; a request's method is one of the first seven or "other". */
@@ -129,7 +154,14 @@ int request_client_gone(notesd_req_t *r);
 
 /* Adds `Server-Timing: db;dur=X, total;dur=Y` (milliseconds with microsecond
  * digits, total up to now) to a response about to start: once, and only for a
- * measured request with the header on (SERVER_TIMING). */
+ * measured request with the header on (SERVER_TIMING). A request that came
+ * with a traceparent gets it back as a third entry, `traceparent;desc="…"`. */
 void request_add_server_timing(notesd_req_t *r);
+
+/* 1 with *out filled when the request came with a valid traceparent (W3C
+ * Trace Context; the first `traceparent` field counts), 0 otherwise. The
+ * trace id becomes the exemplar of the request's duration bucket, and goes
+ * into Server-Timing and the debug log line of the request. */
+int request_trace(notesd_req_t *r, traceparent_t *out);
 
 #endif

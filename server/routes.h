@@ -57,6 +57,10 @@ typedef int (*route_handler_t)(notesd_req_t *r);
     X(ROUTE_BYTES, "/bytes/:n", PORT_API, MATCH_PARAM, fixture_bytes, NULL, NULL, NULL, NULL)      \
     X(ROUTE_DRIP, "/drip", PORT_API, MATCH_EXACT, fixture_drip, NULL, NULL, NULL, NULL)            \
     X(ROUTE_STALL, "/stall", PORT_API, MATCH_EXACT, fixture_stall, NULL, NULL, NULL, NULL)         \
+    X(ROUTE_WS_ECHO, "/ws/echo", PORT_API, MATCH_EXACT, ws_echo_get, NULL, NULL, NULL, NULL)       \
+    X(ROUTE_WS_FEED, "/ws/feed", PORT_API, MATCH_EXACT, ws_feed_get, NULL, NULL, NULL, NULL)       \
+    X(ROUTE_SSE, "/sse", PORT_API, MATCH_EXACT, stream_sse, NULL, NULL, NULL, NULL)                \
+    X(ROUTE_STREAM, "/stream/:n", PORT_API, MATCH_PARAM, stream_lines, NULL, NULL, NULL, NULL)     \
     X(ROUTE_OTHER, "other", PORT_API, MATCH_NONE, NULL, NULL, NULL, NULL, NULL)                    \
     X(ROUTE_METRICS, "/metrics", PORT_METRICS, MATCH_PREFIX, metrics_get, NULL, NULL, NULL,        \
       metrics_setup)                                                                               \
@@ -81,7 +85,7 @@ typedef struct route {
 extern const route_t routes[ROUTE__COUNT];
 
 /* The handlers the rows name (routes_notes.c, routes_misc.c, delay.c, routes_fixture.c,
- * routes_metrics.c). */
+ * routes_ws.c, routes_stream.c, routes_metrics.c). */
 int notes_get(notesd_req_t *r);
 int notes_update(notesd_req_t *r);
 int notes_list(notesd_req_t *r);
@@ -97,6 +101,10 @@ int fixture_fault(notesd_req_t *r);
 int fixture_bytes(notesd_req_t *r);
 int fixture_drip(notesd_req_t *r);
 int fixture_stall(notesd_req_t *r);
+int ws_echo_get(notesd_req_t *r);
+int ws_feed_get(notesd_req_t *r);
+int stream_sse(notesd_req_t *r);
+int stream_lines(notesd_req_t *r);
 int metrics_get(notesd_req_t *r);
 void metrics_setup(h2o_pathconf_t *pathconf, const request_settings_t *settings);
 int metrics_healthz(notesd_req_t *r);

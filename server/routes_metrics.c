@@ -19,6 +19,7 @@
 #include <h2o/version.h>
 #include "lag.h"
 #include "loop.h"
+#include "openmetrics.h"
 #include "respond.h"
 #include "routes.h"
 #include "statements.h"
@@ -29,6 +30,7 @@ static double start_time_seconds; /* wall clock, set once at start-up by metrics
 
 typedef struct out {
     char *p, *end;
+    int openmetrics; /* 1: the OpenMetrics format (the scraper asked for it); 0: Prometheus text */
 } out_t;
 
 static void put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -42,21 +44,43 @@ static void put(out_t *o, const char *fmt, ...)
     o->p += n < 0 ? 0 : (n < o->end - o->p ? n : o->end - o->p - 1);
 }
 
+/* A family's HELP and TYPE lines. OpenMetrics names a counter's family
+ * without the `_total` its sample carries; the text format names it with it. */
 static void family(out_t *o, const char *name, const char *type, const char *help)
 {
-    put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    int len = (int)strlen(name);
+    if (o->openmetrics && strcmp(type, "counter") == 0 && len > 6 &&
+        strcmp(name + len - 6, "_total") == 0)
+        len -= 6;
+    put(o, "# HELP %.*s %s\n# TYPE %.*s %s\n", len, name, help, len, name, type);
 }
 
-/* Writes the samples of one histogram; `labels` is "" or `a="b",` (trailing comma). */
-static void histogram_samples(out_t *o, const char *name, const char *labels, const histogram_t *h)
+/* Ends a bucket's line: with its exemplar first, in OpenMetrics, when a traced
+ * request landed in it. */
+static void bucket_end(out_t *o, const stats_exemplar_t *exemplars, size_t bucket)
+{
+    if (o->openmetrics && exemplars != NULL && exemplars[bucket].seq != 0 &&
+        o->end - o->p > OPENMETRICS_EXEMPLAR_MAX) {
+        const stats_exemplar_t *e = &exemplars[bucket];
+        o->p += openmetrics_exemplar(o->p, e->trace_hi, e->trace_lo, e->value, e->unix_ms);
+    }
+    put(o, "\n");
+}
+
+/* Writes the samples of one histogram; `labels` is "" or `a="b",` (trailing comma);
+ * `exemplars` (one per bucket, read whole) or NULL. */
+static void histogram_samples(out_t *o, const char *name, const char *labels, const histogram_t *h,
+                              const stats_exemplar_t *exemplars)
 {
     uint64_t cumulative = 0;
     for (size_t i = 0; i < h->nbounds; i++) {
         cumulative += h->counts[i];
-        put(o, "%s_bucket{%sle=\"%g\"} %llu\n", name, labels, h->bounds[i],
+        put(o, "%s_bucket{%sle=\"%g\"} %llu", name, labels, h->bounds[i],
             (unsigned long long)cumulative);
+        bucket_end(o, exemplars, i);
     }
-    put(o, "%s_bucket{%sle=\"+Inf\"} %llu\n", name, labels, (unsigned long long)h->count);
+    put(o, "%s_bucket{%sle=\"+Inf\"} %llu", name, labels, (unsigned long long)h->count);
+    bucket_end(o, exemplars, h->nbounds);
     size_t len = strlen(labels);
     if (len > 0) /* drop the trailing comma for _sum and _count */
         put(o, "%s_sum{%.*s} %.9g\n%s_count{%.*s} %llu\n", name, (int)len - 1, labels, h->sum, name,
@@ -143,7 +167,7 @@ static void lag_metrics(out_t *o)
 
     family(o, "notes_eventloop_delay_seconds", "histogram",
            "How late the event-loop probe timer fired, in seconds (the seed's lag probe).");
-    histogram_samples(o, "notes_eventloop_delay_seconds", "", &all);
+    histogram_samples(o, "notes_eventloop_delay_seconds", "", &all, NULL);
     static const char *names[] = {"min", "max", "mean", "p50", "p90", "p99"};
     double values[] = {w.min, w.max, w.mean, w.p50, w.p90, w.p99};
     for (size_t i = 0; i < 6; i++) {
@@ -203,13 +227,13 @@ static void pool_metrics(out_t *o)
     put(o, "notes_db_pool_max_connections %d\n", max);
     family(o, "notes_db_pool_acquire_duration_seconds", "histogram",
            "Seconds from a query entering the pool to a connection being handed to it.");
-    histogram_samples(o, "notes_db_pool_acquire_duration_seconds", "", &acquire);
+    histogram_samples(o, "notes_db_pool_acquire_duration_seconds", "", &acquire, NULL);
     family(o, "notes_db_query_duration_seconds", "histogram",
            "Seconds from sending a statement to its complete result, per statement.");
     for (size_t i = 0; i < STMT_NUM_LABELLED; i++) {
         char labels[64];
         snprintf(labels, sizeof(labels), "statement=\"%s\",", statements[i].name);
-        histogram_samples(o, "notes_db_query_duration_seconds", labels, &query[i]);
+        histogram_samples(o, "notes_db_query_duration_seconds", labels, &query[i], NULL);
     }
     family(o, "notes_db_connection_errors_total", "counter",
            "Connection attempts that failed and connections that broke.");
@@ -228,8 +252,31 @@ static void pool_metrics(out_t *o)
     put(o, "notes_db_query_timeouts_total %llu\n", (unsigned long long)query_timeouts);
 }
 
-/* The HTTP series of every loop, merged by (route, method, status). */
-static size_t merge_http_series(http_series_t *out, size_t cap)
+/* Keeps, per bucket, the newest of `src`'s exemplars and those already in
+ * out->exemplars (allocated from `pool` at the first one). */
+static void merge_exemplars(http_series_t *out, const http_series_t *src, h2o_mem_pool_t *pool)
+{
+    const stats_exemplar_t *from = __atomic_load_n(&src->exemplars, __ATOMIC_ACQUIRE);
+    if (from == NULL)
+        return;
+    for (size_t b = 0; b <= src->duration.nbounds; b++) {
+        stats_exemplar_t e;
+        if (!stats_exemplar_read(&from[b], &e))
+            continue;
+        if (out->exemplars == NULL) {
+            size_t size = (HISTOGRAM_MAX_BUCKETS + 1) * sizeof(*out->exemplars);
+            out->exemplars = memset(h2o_mem_alloc_pool(pool, size), 0, size);
+        }
+        if (out->exemplars[b].seq == 0 || e.unix_ms >= out->exemplars[b].unix_ms) {
+            out->exemplars[b] = e;
+            out->exemplars[b].seq = 2; /* whole */
+        }
+    }
+}
+
+/* The HTTP series of every loop, merged by (route, method, status); with
+ * `pool`, their exemplars too (the newest per bucket). */
+static size_t merge_http_series(http_series_t *out, size_t cap, h2o_mem_pool_t *pool)
 {
     size_t n = 0;
     for (int l = 0; l < server.nloops; l++) {
@@ -247,10 +294,13 @@ static size_t merge_http_series(http_series_t *out, size_t cap)
                 if (n == cap)
                     continue;
                 out[n].route = src->route, out[n].method = src->method, out[n].status = src->status;
+                out[n].exemplars = NULL;
                 histogram_init(&out[n].duration, stats_http_bounds, stats_http_nbounds);
                 n++;
             }
             histogram_accumulate(&out[j].duration, &src->duration);
+            if (pool != NULL)
+                merge_exemplars(&out[j], src, pool);
         }
     }
     return n;
@@ -296,7 +346,7 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
             snprintf(status, sizeof(status), "%d", s->status);
         snprintf(labels, sizeof(labels), "method=\"%s\",path=\"%s\",status_code=\"%s\",",
                  method_label(s->method), route_label(s->route), status);
-        histogram_samples(o, "http_request_duration_seconds", labels, &s->duration);
+        histogram_samples(o, "http_request_duration_seconds", labels, &s->duration, s->exemplars);
     }
     for (int l = 0; l < server.nloops; l++) {
         in_flight += STAT_READ(server.loops[l].stats.in_flight);
@@ -336,6 +386,82 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     put(o, "notes_stall_seconds_total %.9f\n", (double)stall_ns / 1e9);
 }
 
+/* The WebSocket routes' figures (ws.h), every loop's added up; and /sse's events. */
+static void ws_metrics(out_t *o)
+{
+    ws_stats_t all[WS_KIND__COUNT];
+    size_t open[WS_KIND__COUNT] = {0};
+    uint64_t sse_events = 0;
+
+    memset(all, 0, sizeof(all));
+    for (size_t k = 0; k < WS_KIND__COUNT; k++) {
+        const histogram_t *h = &server.loops[0].ws.stats[k].lifetime;
+        histogram_init(&all[k].lifetime, h->bounds, h->nbounds);
+    }
+    for (int l = 0; l < server.nloops; l++) {
+        const ws_loop_t *w = &server.loops[l].ws;
+        sse_events += STAT_READ(server.loops[l].stats.sse_events);
+        for (size_t k = 0; k < WS_KIND__COUNT; k++) {
+            const ws_stats_t *st = &w->stats[k];
+            open[k] += STAT_READ(w->open[k]);
+            all[k].opened += STAT_READ(st->opened);
+            all[k].messages_in += STAT_READ(st->messages_in);
+            all[k].bytes_in += STAT_READ(st->bytes_in);
+            all[k].messages_out += STAT_READ(st->messages_out);
+            all[k].bytes_out += STAT_READ(st->bytes_out);
+            all[k].skipped += STAT_READ(st->skipped);
+            for (size_t r = 0; r < WS_CLOSE__COUNT; r++)
+                all[k].closes[r] += STAT_READ(st->closes[r]);
+            histogram_accumulate(&all[k].lifetime, &st->lifetime);
+        }
+    }
+    family(o, "notes_ws_connections", "gauge",
+           "WebSocket connections open now (past the 101, not yet closed), by route.");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        put(o, "notes_ws_connections{path=\"%s\"} %zu\n", ws_kind_labels[k], open[k]);
+    family(o, "notes_ws_connections_opened_total", "counter",
+           "WebSocket connections opened (101 written), by route.");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        put(o, "notes_ws_connections_opened_total{path=\"%s\"} %llu\n", ws_kind_labels[k],
+            (unsigned long long)all[k].opened);
+    family(o, "notes_ws_messages_total", "counter",
+           "WebSocket data messages: received whole from clients, and queued to be sent.");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        put(o,
+            "notes_ws_messages_total{path=\"%s\",direction=\"received\"} %llu\n"
+            "notes_ws_messages_total{path=\"%s\",direction=\"sent\"} %llu\n",
+            ws_kind_labels[k], (unsigned long long)all[k].messages_in, ws_kind_labels[k],
+            (unsigned long long)all[k].messages_out);
+    family(o, "notes_ws_message_bytes_total", "counter",
+           "Payload bytes of those WebSocket messages (frame headers not counted).");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        put(o,
+            "notes_ws_message_bytes_total{path=\"%s\",direction=\"received\"} %llu\n"
+            "notes_ws_message_bytes_total{path=\"%s\",direction=\"sent\"} %llu\n",
+            ws_kind_labels[k], (unsigned long long)all[k].bytes_in, ws_kind_labels[k],
+            (unsigned long long)all[k].bytes_out);
+    family(o, "notes_ws_messages_skipped_total", "counter",
+           "Messages a route left out because the client was not reading (the feed's gaps).");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        put(o, "notes_ws_messages_skipped_total{path=\"%s\"} %llu\n", ws_kind_labels[k],
+            (unsigned long long)all[k].skipped);
+    family(o, "notes_ws_closes_total", "counter", "WebSocket connections ended, by reason.");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        for (size_t r = 0; r < WS_CLOSE__COUNT; r++)
+            put(o, "notes_ws_closes_total{path=\"%s\",reason=\"%s\"} %llu\n", ws_kind_labels[k],
+                ws_close_labels[r], (unsigned long long)all[k].closes[r]);
+    family(o, "notes_ws_connection_duration_seconds", "histogram",
+           "Seconds from the 101 being written to the WebSocket's socket closing.");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++) {
+        char labels[48];
+        snprintf(labels, sizeof(labels), "path=\"%s\",", ws_kind_labels[k]);
+        histogram_samples(o, "notes_ws_connection_duration_seconds", labels, &all[k].lifetime,
+                          NULL);
+    }
+    family(o, "notes_sse_events_total", "counter", "Server-Sent Events handed to h2o by GET /sse.");
+    put(o, "notes_sse_events_total %llu\n", (unsigned long long)sse_events);
+}
+
 static void build_metrics(out_t *o)
 {
     int v = PQlibVersion();
@@ -354,24 +480,41 @@ void metrics_setup(h2o_pathconf_t *pathconf, const request_settings_t *settings)
     start_time_seconds = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 }
 
-/* GET /metrics */
+/* 1 if the scraper's Accept header asks for OpenMetrics (Prometheus does, first). */
+static int wants_openmetrics(h2o_req_t *req)
+{
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_ACCEPT, -1);
+    return i >= 0 && openmetrics_wanted(req->headers.entries[i].value.base,
+                                        req->headers.entries[i].value.len);
+}
+
+/* GET /metrics: the Prometheus text format, or OpenMetrics (with the HTTP
+ * durations' exemplars) for a scraper that asks for it. */
 int metrics_get(notesd_req_t *r)
 {
     h2o_req_t *req = r->req;
-    /* Worst case: every HTTP series (and each reserved one), every statement, fixed families. */
+    int openmetrics = wants_openmetrics(req);
+    /* Worst case: every HTTP series (and each reserved one), every statement, fixed families;
+     * in OpenMetrics, an exemplar on every bucket. */
     size_t cap_series = (STATS_HTTP_SERIES_MAX + 1) * (size_t)server.nloops;
     http_series_t *series = h2o_mem_alloc_pool(&req->pool, cap_series * sizeof(*series));
-    size_t nseries = merge_http_series(series, cap_series);
-    size_t cap = 16384 + (nseries + 16) * 3072;
-    out_t o = {h2o_mem_alloc_pool(&req->pool, cap), NULL};
+    size_t nseries = merge_http_series(series, cap_series, openmetrics ? &req->pool : NULL);
+    size_t cap =
+        16384 + (nseries + 16) * (openmetrics ? 3072 + 24 * OPENMETRICS_EXEMPLAR_MAX : 3072);
+    out_t o = {h2o_mem_alloc_pool(&req->pool, cap), NULL, openmetrics};
     char *start = o.p;
     o.end = o.p + cap;
     http_metrics(&o, series, nseries);
+    ws_metrics(&o);
     pool_metrics(&o);
     lag_metrics(&o);
     process_metrics(&o);
     build_metrics(&o);
-    respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", start, (size_t)(o.p - start));
+    if (openmetrics)
+        put(&o, "# EOF\n");
+    respond(r, 200,
+            openmetrics ? OPENMETRICS_CONTENT_TYPE : "text/plain; version=0.0.4; charset=utf-8",
+            start, (size_t)(o.p - start));
     return 0;
 }
 

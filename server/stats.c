@@ -1,6 +1,7 @@
 /*
  * stats.c - histograms, the clock and one loop's HTTP series table (see stats.h).
  */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "stats.h"
@@ -22,7 +23,7 @@ void histogram_init(histogram_t *h, const double *bounds, size_t nbounds)
     h->nbounds = nbounds;
 }
 
-void histogram_observe(histogram_t *h, double value)
+size_t histogram_observe(histogram_t *h, double value)
 {
     size_t i = 0;
     while (i < h->nbounds && value > h->bounds[i])
@@ -31,6 +32,7 @@ void histogram_observe(histogram_t *h, double value)
     STAT_ADD(h->count, 1);
     double sum = h->sum + value;
     __atomic_store(&h->sum, &sum, __ATOMIC_RELAXED);
+    return i;
 }
 
 void histogram_accumulate(histogram_t *dst, const histogram_t *src)
@@ -103,6 +105,61 @@ static http_series_t *find_series(stats_loop_t *m, uint8_t route, uint8_t method
 void stats_http_observe(stats_loop_t *m, uint8_t route, uint8_t method, int status, double seconds)
 {
     histogram_observe(&find_series(m, route, method, status)->duration, seconds);
+}
+
+/* The exemplar's fields are written between two increments of its sequence
+ * number (a seqlock), every access atomic, so the reader never sees a torn
+ * field, and a sequence number that changed (or is odd) tells it the set is
+ * not whole. The fields are stored with release and loaded with acquire
+ * rather than fenced (ThreadSanitizer does not model fences): a reader that
+ * sees a new field also sees the odd number stored before it. On x86 all of
+ * these are plain moves. */
+static void exemplar_write(stats_exemplar_t *e, uint64_t hi, uint64_t lo, double value,
+                           int64_t unix_ms)
+{
+    uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->trace_hi, hi, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->trace_lo, lo, __ATOMIC_RELEASE);
+    __atomic_store(&e->value, &value, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->unix_ms, unix_ms, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+int stats_exemplar_read(const stats_exemplar_t *e, stats_exemplar_t *out)
+{
+    for (int attempt = 0; attempt < 4; attempt++) {
+        uint32_t before = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+        if (before & 1)
+            continue;
+        out->trace_hi = __atomic_load_n(&e->trace_hi, __ATOMIC_ACQUIRE);
+        out->trace_lo = __atomic_load_n(&e->trace_lo, __ATOMIC_ACQUIRE);
+        __atomic_load(&e->value, &out->value, __ATOMIC_ACQUIRE);
+        out->unix_ms = __atomic_load_n(&e->unix_ms, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) == before) {
+            out->seq = before;
+            return out->trace_hi != 0 || out->trace_lo != 0;
+        }
+    }
+    return 0;
+}
+
+void stats_http_observe_traced(stats_loop_t *m, uint8_t route, uint8_t method, int status,
+                               double seconds, uint64_t trace_hi, uint64_t trace_lo)
+{
+    http_series_t *s = find_series(m, route, method, status);
+    size_t bucket = histogram_observe(&s->duration, seconds);
+    stats_exemplar_t *exemplars = s->exemplars;
+    if (exemplars == NULL) {
+        exemplars = calloc(HISTOGRAM_MAX_BUCKETS + 1, sizeof(*exemplars));
+        if (exemplars == NULL)
+            abort(); /* out of memory: see the policy in main.c */
+        __atomic_store_n(&s->exemplars, exemplars, __ATOMIC_RELEASE);
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    exemplar_write(&exemplars[bucket], trace_hi, trace_lo, seconds,
+                   (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
 }
 
 size_t stats_http_nseries(const stats_loop_t *m)

@@ -36,8 +36,8 @@ extern const double stats_fine_bounds[]; /* 50 us .. 1 s: lag, pool acquire, que
 extern const size_t stats_fine_nbounds;
 
 void histogram_init(histogram_t *h, const double *bounds, size_t nbounds);
-/* Only from the thread that owns `h`. */
-void histogram_observe(histogram_t *h, double value);
+/* Only from the thread that owns `h`. Returns the index of the bucket `value` went into. */
+size_t histogram_observe(histogram_t *h, double value);
 /* Adds `src` (owned by any thread) into `dst` (the caller's); `dst` must have
  * the same bounds. `count` is recomputed from the buckets, so a histogram read
  * while it changes is still consistent. */
@@ -56,10 +56,25 @@ uint64_t stats_now_ns(void);
 #define STATS_OTHER UINT8_MAX   /* route or method index of the overflow series */
 #define STATS_STATUS_OTHER (-1) /* status of a series that stands for several */
 
+/* The last traced request that landed in one bucket: an OpenMetrics exemplar.
+ * Written by the loop's thread and read by the metrics page's, with a sequence
+ * number around the write (odd while it is under way), every field an atomic
+ * access, so a reader either gets a whole exemplar or tries again. */
+typedef struct stats_exemplar {
+    uint32_t seq;                /* even: complete; odd: being written */
+    uint64_t trace_hi, trace_lo; /* the request's trace id; both 0: none yet */
+    double value;                /* the request's duration, in seconds */
+    int64_t unix_ms;             /* when it was recorded, wall clock */
+} stats_exemplar_t;
+
 typedef struct http_series {
     uint8_t route, method; /* indices the layers above name; STATS_OTHER: "other" */
     int status;            /* 0: the client left before a response; STATS_STATUS_OTHER */
     histogram_t duration;  /* its count is the series' request count */
+    /* One per bucket of `duration`, allocated by the series' first traced
+     * request (published with a release store; NULL until then), so a server
+     * that sees no trace ids keeps no room for them. */
+    stats_exemplar_t *exemplars;
 } http_series_t;
 
 /* The HTTP counters of one loop. Allocated with the loop, before any thread
@@ -74,6 +89,7 @@ typedef struct stats_loop {
     uint64_t accept_paused_full; /* times a listener stopped at its connection limit */
     uint64_t accept_paused_fds;  /* times accept failed for want of descriptors (EMFILE...) */
     uint64_t stalls, stall_ns;   /* /stall's pauses of this loop, and their total length */
+    uint64_t sse_events;         /* /sse's events handed to h2o */
 } stats_loop_t;
 
 void stats_loop_init(stats_loop_t *m);
@@ -81,6 +97,16 @@ void stats_loop_init(stats_loop_t *m);
 /* Records one request's duration in seconds under (route, method, status);
  * only from the loop's own thread. */
 void stats_http_observe(stats_loop_t *m, uint8_t route, uint8_t method, int status, double seconds);
+
+/* stats_http_observe for a request that came with a trace id (traceparent.h):
+ * the trace id also becomes the exemplar of the bucket the duration lands in,
+ * replacing the one before, stamped with the wall clock. */
+void stats_http_observe_traced(stats_loop_t *m, uint8_t route, uint8_t method, int status,
+                               double seconds, uint64_t trace_hi, uint64_t trace_lo);
+
+/* Copies an exemplar another thread may be writing: 1 with a whole one in
+ * *out, 0 when there is none (or it kept changing while being read). */
+int stats_exemplar_read(const stats_exemplar_t *e, stats_exemplar_t *out);
 
 /* Series published so far, for readers on other threads. */
 size_t stats_http_nseries(const stats_loop_t *m);

@@ -266,6 +266,57 @@ def app_dashboard():
         [(f"http_requests_in_flight{{{j}}}", "{{job}} in flight"),
          (f"notes_http_connections{{{j}}}", "{{job}} connections")]))
 
+    L.row("WebSockets and streams (notesd's fixture routes)")
+    L.add(timeseries(
+        "WebSocket connections: open, and opened per second",
+        "notes_ws_connections: open now (past the 101, not yet closed), by route; "
+        "rate(notes_ws_connections_opened_total): new ones. The handshake itself is also a "
+        "request with status 101 in the panels above; the connection's life is kept out of "
+        "http_request_duration_seconds.",
+        "short",
+        [(f"sum by (job, path) (notes_ws_connections{{{j}}})", "{{job}} {{path}} open"),
+         (f"sum by (job, path) (rate(notes_ws_connections_opened_total{{{j}}}[{RATE}]))",
+          "{{job}} {{path}} opened/s")]), w=8)
+    L.add(timeseries(
+        "WebSocket messages per second, each way",
+        "rate(notes_ws_messages_total): data messages received whole from clients and "
+        "queued to be sent (pings, pongs and closes not counted). Compare with a load tool's "
+        "own counts: they should agree exactly.",
+        "ops",
+        [(f"sum by (job, path, direction) (rate(notes_ws_messages_total{{{j}}}[{RATE}]))",
+          "{{job}} {{path}} {{direction}}")]), w=8)
+    L.add(timeseries(
+        "WebSocket payload bytes per second, each way",
+        "rate(notes_ws_message_bytes_total): the messages' payload, frame headers not counted.",
+        "Bps",
+        [(f"sum by (job, path, direction) (rate(notes_ws_message_bytes_total{{{j}}}[{RATE}]))",
+          "{{job}} {{path}} {{direction}}")]), w=8)
+    L.add(timeseries(
+        "WebSocket closes per second by reason, and feed messages skipped",
+        "rate(notes_ws_closes_total) by reason: client (the client's close frame), done "
+        "(1000), idle_timeout and shutdown (1001), protocol_error (1002, 1007), "
+        "message_limit (1008), too_big (1009), abnormal (no closing handshake). "
+        "rate(notes_ws_messages_skipped_total): feed messages left out because the client "
+        "was not reading.",
+        "ops",
+        [(f"sum by (job, path, reason) (rate(notes_ws_closes_total{{{j}}}[{RATE}]))",
+          "{{job}} {{path}} {{reason}}"),
+         (f"sum by (job, path) (rate(notes_ws_messages_skipped_total{{{j}}}[{RATE}]))",
+          "{{job}} {{path}} skipped")]), w=8)
+    L.add(timeseries(
+        "WebSocket connection lifetime p50 / p99",
+        "From notes_ws_connection_duration_seconds: the 101 written to the socket's close, "
+        "for the connections that closed in the rate window.",
+        "s",
+        [(hq(0.5, "notes_ws_connection_duration_seconds", "job, path", j), "{{job}} {{path}} p50"),
+         (hq(0.99, "notes_ws_connection_duration_seconds", "job, path", j),
+          "{{job}} {{path}} p99")]), w=8)
+    L.add(timeseries(
+        "Server-Sent Events per second",
+        "rate(notes_sse_events_total): events /sse handed to h2o.",
+        "ops",
+        [(f"rate(notes_sse_events_total{{{j}}}[{RATE}])", "{{job}} events")]), w=8)
+
     L.row("Process")
     L.add(timeseries(
         "CPU (1.0 = one core)",

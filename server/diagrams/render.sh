@@ -3,6 +3,7 @@
 #   layers.dot / layers.svg        the module layers, generated from server/LAYERS
 #                                  and the real #include lines (tests/check_layers.py --dot)
 #   pool-states.svg                the pool's connection states, from pool-states.dot
+#   ws-states.svg                  a WebSocket connection's states, from ws-states.dot
 #
 #   server/diagrams/render.sh           rewrite layers.dot and both SVGs
 #   server/diagrams/render.sh --check   fail if the committed files are not what it would write
@@ -14,6 +15,7 @@ render() { # into directory $1
   python3 "$repo/tests/check_layers.py" --root "$repo/server" --dot >"$1/layers.dot"
   dot -Tsvg "$1/layers.dot" -o "$1/layers.svg"
   dot -Tsvg "$here/pool-states.dot" -o "$1/pool-states.svg"
+  dot -Tsvg "$here/ws-states.dot" -o "$1/ws-states.svg"
 }
 
 if [[ "${1:-}" == "--check" ]]; then
@@ -21,7 +23,7 @@ if [[ "${1:-}" == "--check" ]]; then
   trap 'rm -rf "$tmp"' EXIT
   render "$tmp"
   status=0
-  for f in layers.dot layers.svg pool-states.svg; do
+  for f in layers.dot layers.svg pool-states.svg ws-states.svg; do
     if ! cmp -s "$tmp/$f" "$here/$f"; then
       echo "render.sh: server/diagrams/$f is not current; run server/diagrams/render.sh" >&2
       status=1
@@ -31,4 +33,4 @@ if [[ "${1:-}" == "--check" ]]; then
   exit $status
 fi
 render "$here"
-echo "render.sh: wrote layers.dot, layers.svg, pool-states.svg in server/diagrams"
+echo "render.sh: wrote layers.dot, layers.svg, pool-states.svg, ws-states.svg in server/diagrams"

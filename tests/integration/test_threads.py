@@ -123,6 +123,64 @@ class ThreadsTest(unittest.TestCase):
         self.assertEqual(code, 0, server.output)
         self.assertEqual(results, [200] * 24)
 
+    def test_websockets_and_traced_requests_on_every_loop_while_scraped(self):
+        """WebSocket echoes and feeds and traced requests on connections the kernel spreads
+        over the loops, while another thread scrapes both formats: the WebSocket counters,
+        the lifetime histogram and the exemplars are written by each loop and read by the
+        metrics page (ThreadSanitizer watches), and they add up."""
+        from ws_client import WebSocket
+        server = Notesd(self.db_url, args=["--threads", str(LOOPS)])
+        stop, errors = threading.Event(), []
+
+        def scrape():
+            while not stop.is_set():
+                for accept in (None, "application/openmetrics-text"):
+                    request(server.metrics_port, "GET", "/metrics",
+                            headers={"Accept": accept} if accept else {})
+
+        def client(i):
+            try:
+                ws = WebSocket(server.port, "/ws/echo")
+                for k in range(20):
+                    ws.send(f"{i}:{k}")
+                    if ws.recv()[1] != f"{i}:{k}".encode():
+                        errors.append(f"echo {i}:{k}")
+                ws.close()
+                feed = WebSocket(server.port, "/ws/feed?rate=500&count=10")
+                if len(feed.recv_close()[2]) != 10:
+                    errors.append(f"feed {i}")
+                feed.wait_eof()
+                request(server.port, "GET", "/json", headers={
+                    "traceparent": f"00-{i + 1:032x}-00f067aa0ba902b7-01"})
+            except OSError as e:
+                errors.append(f"client {i}: {e}")
+        try:
+            scraper = threading.Thread(target=scrape)
+            scraper.start()
+            clients = [threading.Thread(target=client, args=(i,)) for i in range(32)]
+            for c in clients:
+                c.start()
+            for c in clients:
+                c.join()
+            poll(lambda: sum(v for (n, _), v in parse(server.metrics()).items()
+                             if n == "notes_ws_connections") == 0, timeout=10,
+                 what="every WebSocket closed")
+            stop.set()
+            scraper.join()
+            self.assertEqual(errors, [])
+            after = parse(server.metrics())
+            echo = {"path": "/ws/echo"}
+            self.assertEqual(value(after, "notes_ws_messages_total", direction="received", **echo),
+                             32 * 20)
+            self.assertEqual(value(after, "notes_ws_connections_opened_total", **echo), 32)
+            self.assertEqual(value(after, "notes_ws_messages_total", path="/ws/feed",
+                                   direction="sent"), 32 * 10)
+            self.assertEqual(value(after, "notes_ws_connection_duration_seconds_count", **echo), 32)
+        finally:
+            stop.set()
+            code = server.stop()
+        self.assertEqual(code, 0, server.output)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

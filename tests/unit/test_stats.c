@@ -90,10 +90,39 @@ static void series_table_at_the_cap_stays_inside_its_array(void)
     free(m);
 }
 
+/* A traced request's trace id becomes the exemplar of the bucket it landed
+ * in; a later one in the same bucket replaces it, another bucket keeps its
+ * own; an untraced request leaves them alone. */
+static void traced_requests_leave_one_exemplar_per_bucket(void)
+{
+    stats_loop_t *m = malloc(sizeof(*m));
+    stats_loop_init(m);
+    stats_http_observe(m, 1, 0, 200, 0.002);
+    CHECK(m->series[0].exemplars == NULL); /* no room kept before the first trace */
+    stats_http_observe_traced(m, 1, 0, 200, 0.002, 0xaa, 0x01);  /* le 0.003: bucket 4 */
+    stats_http_observe_traced(m, 1, 0, 200, 0.0025, 0xaa, 0x02); /* the same bucket */
+    stats_http_observe_traced(m, 1, 0, 200, 20.0, 0xbb, 0x03);   /* +Inf */
+    stats_http_observe(m, 1, 0, 200, 0.0029);                    /* bucket 4, untraced */
+    CHECK_INT_EQ(stats_http_nseries(m), 1);
+    CHECK_INT_EQ(m->series[0].duration.count, 5);
+    stats_exemplar_t e;
+    CHECK_INT_EQ(stats_exemplar_read(&m->series[0].exemplars[4], &e), 1);
+    CHECK(e.trace_hi == 0xaa && e.trace_lo == 0x02);
+    CHECK(e.value == 0.0025);
+    CHECK(e.unix_ms > 1600000000000LL); /* the wall clock, in milliseconds */
+    CHECK_INT_EQ(e.seq % 2, 0);
+    CHECK_INT_EQ(stats_exemplar_read(&m->series[0].exemplars[stats_http_nbounds], &e), 1);
+    CHECK(e.trace_lo == 0x03 && e.value == 20.0);
+    CHECK_INT_EQ(stats_exemplar_read(&m->series[0].exemplars[0], &e), 0); /* none there */
+    free(m->series[0].exemplars);
+    free(m);
+}
+
 int main(void)
 {
     CHECK_RUN(histogram_puts_values_in_their_buckets);
     CHECK_RUN(series_are_found_again_not_duplicated);
     CHECK_RUN(series_table_at_the_cap_stays_inside_its_array);
+    CHECK_RUN(traced_requests_leave_one_exemplar_per_bucket);
     return check_summary();
 }

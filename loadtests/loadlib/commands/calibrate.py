@@ -4,6 +4,7 @@
     loadtests/calibrate --base-url http://127.0.0.1:8080 [--metrics-url http://127.0.0.1:9091/metrics]
     loadtests/calibrate --tools all|h2load,ab,... [--smoke] [--out report.md] [--json raw.json]
     loadtests/calibrate --tools k6 --merge calibration/latest-scorecard.json [--out ...] [--json ...]
+    loadtests/calibrate --ws all|k6,artillery,tsung [--out ws.md] [--json ws.json]
 
 Without --base-url it starts build/notesd itself on 127.0.0.1:18220 (metrics
 on 19220; --port, --metrics-port), pinned to CPU 1 with `taskset -c 1`, and
@@ -35,7 +36,9 @@ only loopback targets are accepted.
 listed tool ("all": every adapter in loadlib/tools) through the same checks against
 a notesd started for it, a scorecard on stdout and in
 loadtests/results/calibrate-<UTC time>/ (scorecard.md, scorecard.json, SVG charts).
---smoke runs the counts check alone, two seconds per tool.
+--smoke runs the counts check alone, two seconds per tool. The scorecard gains the
+WebSocket column (calibrate_ws.py) for the listed tools that speak WebSocket; --ws
+LIST runs that column alone.
 """
 # The command is split by what each part owns. Without --tools: calibrate_runs (one
 # measure_*() per section, and the load under them) and calibrate_report (one
@@ -55,7 +58,7 @@ import time
 import urllib.parse
 
 from loadlib import procs, server as srv
-from loadlib.commands import calibrate_matrix, calibrate_protocols, calibrate_scorecard
+from loadlib.commands import calibrate_matrix, calibrate_protocols, calibrate_scorecard, calibrate_ws
 from loadlib.commands import calibrate_report as report, calibrate_runs as runs
 from loadlib.netcheck import is_loopback
 from loadlib.report import logger
@@ -92,6 +95,8 @@ def parse_args():
     p.add_argument("--wrk", help="path of wrk (default: from PATH)")
     p.add_argument("--out", help="also write the Markdown report here")
     p.add_argument("--json", help="write the raw figures here")
+    p.add_argument("--ws", help="the WebSocket column alone: 'all' or a comma list of tools "
+                   "with a loadlib/tools/ws_* adapter (k6, artillery, tsung)")
     p.add_argument("--tools", help="the conformance matrix instead: 'all' or a comma list of "
                    "load tools (loadlib/tools adapters)")
     p.add_argument("--smoke", action="store_true",
@@ -101,6 +106,8 @@ def parse_args():
                         "the tools run now replaced or added (e.g. calibration/latest-scorecard"
                         ".json); the header says which rows came from which run")
     args = p.parse_args()
+    if args.ws and args.tools:
+        p.error("--ws runs the WebSocket column alone; --tools adds it to the matrix")
     if args.smoke and not args.tools:
         p.error("--smoke goes with --tools")
     if args.merge and not args.tools:
@@ -240,6 +247,7 @@ def main_matrix(p, args):
     if not os.access(args.notesd, os.X_OK):
         p.error(f"{args.notesd} is not built (server/build.sh)")
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    ws_only, tools = calibrate_ws.split(tools)
     try:
         calibrate_matrix.selected(tools)
     except ValueError as e:
@@ -256,14 +264,18 @@ def main_matrix(p, args):
     data = run_matrix(tools, args.notesd, smoke=args.smoke)
     if args.merge:
         data = calibrate_scorecard.merge(base, data)
+    calibrate_ws.attach(data, ws_only + tools, args.notesd, args.smoke)
     outdir = os.path.join(LOADTESTS, "results", "calibrate-" + data["started"].replace(":", ""))
-    print(calibrate_scorecard.write(data, outdir, args.out, args.json))
+    print(calibrate_ws.append(calibrate_scorecard.write(data, outdir, args.out, args.json), data,
+                              outdir, args.out))
     log(f"scorecard in {outdir}")
     return 0
 
 
 def main():
     p, args = parse_args()
+    if args.ws:
+        return calibrate_ws.main_ws(args, os.path.join(LOADTESTS, "results"))
     if args.tools:
         return main_matrix(p, args)
     return main_sections(p, args)

@@ -129,8 +129,8 @@ def adapters():
     here = os.path.dirname(os.path.abspath(__file__))
     out = []
     for info in sorted(pkgutil.iter_modules([here]), key=lambda i: i.name):
-        if info.name in ("base", "run") or info.name.startswith("_") or info.name.startswith("test"):
-            continue
+        if info.name in ("base", "run") or info.name.startswith(("_", "test", "ws_")):
+            continue                         # ws_*: the WebSocket adapters (ws_run.py lists them)
         try:
             mod = importlib.import_module(f"{__package__}.{info.name}")
         except Exception as e:   # one broken adapter must not hide the others

@@ -63,14 +63,16 @@ LAYERS = [
     {"prom", "netcheck", "procs", "pg", "pgbench", "mixes", "report", "charts", "cli", "tools.base",
      "tools._npm"},
     # adapters that a command or another adapter imports by name: on tools.base
-    {"quantile", "openmetrics", "tools.wrk", "tools.k6", "tools.locust", "netns", "server", "database"},
+    {"quantile", "openmetrics", "tools.wrk", "tools.k6", "tools.locust", "netns", "server", "database",
+     "tools.ws_base"},
     {"sampler", "tools.run", "tools.locust_distributed"},
+    {"tools.ws_run"},
     # the commands' parts, each part of one command (PART_OF), in the order they build on each other
     {"commands.analyze_figures", "commands.bench_figures", "commands.calibrate_report",
      "commands.calibrate_runs", "commands.calibrate_scorecard", "commands.calibrate_target",
      "commands.calibrate_verdicts", "commands.reconcile_client", "commands.verify_js"},
     {"commands.analyze_report", "commands.bench_report", "commands.bench_subjects",
-     "commands.calibrate_matrix", "commands.verify_target"},
+     "commands.calibrate_matrix", "commands.verify_target", "commands.calibrate_ws"},
     {"commands.analyze", "commands.bench_runs", "commands.bench_setup", "commands.calibrate_protocols",
      "commands.verify_api", "commands.verify_work"},
     {"commands.bench_sweep", "commands.bench_netns"},
@@ -83,7 +85,7 @@ PARTS = {"commands.harness": ("analyze", "analyze_figures", "analyze_report"),
                             "bench_sweep", "bench_netns"),
          "commands.calibrate": ("calibrate_runs", "calibrate_report", "calibrate_target",
                                 "calibrate_verdicts", "calibrate_matrix", "calibrate_protocols",
-                                "calibrate_scorecard"),
+                                "calibrate_scorecard", "calibrate_ws"),
          "commands.reconcile": ("reconcile_client",),
          "commands.verify": ("verify_js", "verify_target", "verify_api", "verify_work")}
 PART_OF = {f"commands.{part}": command for command, parts in PARTS.items() for part in parts}

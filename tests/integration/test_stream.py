@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""The streaming routes over plain HTTP: /sse (every event's exact bytes, ids,
+Last-Event-ID, the schedule with and without jitter, a client that leaves
+mid-stream, the events counter, HTTP/2) and /stream/:n (exact bytes, chunked,
+a million lines without the server's memory growing)."""
+import http.client
+import json
+import re
+import shutil
+import socket
+import subprocess
+import time
+
+from notes_testlib import ServerTestCase, main, poll, proc_stat, request
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
+EVENT = re.compile(rb'id: (\d+)\ndata: (\{"id":(\d+),"of":(\d+),"sent_us":(\d+)\})\n\n')
+
+
+def parse(text):
+    out = {}
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        if m and not line.startswith("#"):
+            labels = frozenset(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+            out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def count(samples, name, **labels):
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def events(body):
+    """The events of an SSE body, checked to cover it byte for byte: [(id, of, sent_us)]."""
+    out, at = [], 0
+    for m in EVENT.finditer(body):
+        assert m.start() == at, f"bytes between events at {at}: {body[at:m.start()]!r}"
+        assert m.group(1) == m.group(3)
+        out.append((int(m.group(1)), int(m.group(4)), int(m.group(5))))
+        at = m.end()
+    assert at == len(body), f"trailing bytes: {body[at:]!r}"
+    return out
+
+
+def get(port, path, headers=None, timeout=30):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path, headers=headers or {})
+        res = conn.getresponse()
+        return res.status, {k.lower(): v for k, v in res.getheaders()}, res.read()
+    finally:
+        conn.close()
+
+
+class StreamTest(ServerTestCase):
+    database = "stream"
+
+    def scrape(self):
+        return parse(self.server.metrics())
+
+    def test_sse_sends_every_event_exactly_on_its_schedule(self):
+        before = self.scrape()
+        t0 = time.time()
+        status, headers, body = get(self.port, "/sse?count=6&delay_ms=40")
+        elapsed = time.time() - t0
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["content-type"], "text/event-stream; charset=utf-8")
+        self.assertEqual(headers["cache-control"], "no-cache")
+        self.assertEqual(headers["transfer-encoding"], "chunked")
+        self.assertNotIn("content-length", headers)
+        evs = events(body)
+        self.assertEqual([e[0] for e in evs], [1, 2, 3, 4, 5, 6])
+        self.assertTrue(all(e[1] == 6 for e in evs))
+        # event k leaves (k - 1) * 40 ms after the first, never earlier
+        for k, e in enumerate(evs):
+            self.assertGreaterEqual(e[2] - evs[0][2], k * 40000 - 1000, evs)
+        self.assertGreaterEqual(elapsed, 0.2 - 0.005)
+        after = self.scrape()
+        self.assertEqual(count(after, "notes_sse_events_total") -
+                         count(before, "notes_sse_events_total"), 6)
+        labels = dict(method="GET", path="/sse", status_code="200")
+        self.assertEqual(count(after, "http_requests_total", **labels) -
+                         count(before, "http_requests_total", **labels), 1)
+
+    def test_jitter_moves_events_but_keeps_their_order_and_pace(self):
+        _, _, body = get(self.port, "/sse?count=30&delay_ms=20&jitter=8")
+        evs = events(body)
+        self.assertEqual([e[0] for e in evs], list(range(1, 31)))
+        sent = [e[2] for e in evs]
+        self.assertEqual(sent, sorted(sent))
+        # each within its nominal instant - 8 ms (never earlier; later only by the loop's lateness)
+        for k, t in enumerate(sent):
+            self.assertGreaterEqual(t - sent[0], k * 20000 - 8000 - 1000)
+        # the moves are real: not every gap is 20 ms
+        gaps = {round((b - a) / 1000) for a, b in zip(sent, sent[1:])}
+        self.assertGreater(len(gaps), 3, gaps)
+
+    def test_last_event_id_resumes_after_it(self):
+        _, _, body = get(self.port, "/sse?count=5&delay_ms=10", {"Last-Event-ID": "3"})
+        self.assertEqual([e[0] for e in events(body)], [4, 5])
+        status, headers, body = get(self.port, "/sse?count=5", {"Last-Event-ID": "5"})
+        self.assertEqual((status, body), (204, b""))
+        status, _, body = get(self.port, "/sse?count=5", {"Last-Event-ID": "7"})
+        self.assertEqual(status, 204)
+        status, _, body = get(self.port, "/sse", {"Last-Event-ID": "three"})
+        self.assertEqual(status, 400)
+        self.assertEqual(json.loads(body), {"error": "Last-Event-ID must be a whole number"})
+
+    def test_knobs_out_of_range_are_400_naming_the_knob(self):
+        for query, knob in (("count=0", "count"), ("count=100001", "count"),
+                            ("delay_ms=60001", "delay_ms"), ("jitter=-1", "jitter"),
+                            ("count=x", "count")):
+            status, _, body = request(self.port, "GET", f"/sse?{query}")
+            self.assertEqual(status, 400, query)
+            self.assertTrue(json.loads(body)["error"].startswith(knob + " must be"), body)
+        for n in ("x", "-1", "1000001", "1.5"):
+            status, _, body = request(self.port, "GET", f"/stream/{n}")
+            self.assertEqual(status, 400, n)
+
+    def test_a_client_that_leaves_mid_stream_frees_the_request(self):
+        before = self.scrape()
+        with socket.create_connection(("127.0.0.1", self.port)) as s:
+            s.sendall(b"GET /sse?count=1000&delay_ms=50 HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = b""
+            while data.count(b"\n\n") < 3:
+                data += s.recv(65536)
+        # the next event's write fails; the request ends and its timer is taken back
+        poll(lambda: count(self.scrape(), "http_requests_in_flight") == 0, timeout=5,
+             what="the abandoned stream to end")
+        time.sleep(0.3)
+        sent = count(self.scrape(), "notes_sse_events_total") - count(before,
+                                                                      "notes_sse_events_total")
+        self.assertLess(sent, 10)
+
+    def test_stream_lines_are_exact(self):
+        for n in (0, 1, 10, 1234):
+            status, headers, body = get(self.port, f"/stream/{n}")
+            self.assertEqual(status, 200)
+            self.assertEqual(headers["content-type"], "application/x-ndjson; charset=utf-8")
+            self.assertEqual(headers.get("transfer-encoding"), "chunked")
+            want = b"".join(b'{"id":%d,"of":%d}\n' % (k, n) for k in range(1, n + 1))
+            self.assertEqual(body, want)
+        status, headers, body = request(self.port, "HEAD", "/stream/5")
+        self.assertEqual((status, body), (200, b""))
+
+    def test_a_million_lines_stream_without_memory(self):
+        n = 1000000
+        rss_before = proc_stat(self.server.proc.pid)[1]
+        want_len = sum(len(b'{"id":%d,"of":%d}\n' % (k, n)) for k in range(1, n + 1))
+        with socket.create_connection(("127.0.0.1", self.port)) as s:
+            s.sendall(f"GET /stream/{n} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            f = s.makefile("rb")
+            status = f.readline()
+            self.assertIn(b" 200 ", status)
+            while f.readline() not in (b"\r\n", b""):
+                pass
+            body_len, lines, chunks = 0, 0, 0
+            while True:
+                size = int(f.readline().split(b";")[0], 16)
+                if size == 0:
+                    break
+                chunk = f.read(size)
+                f.readline()
+                chunks += 1
+                body_len += len(chunk)
+                lines += chunk.count(b"\n")
+                self.assertTrue(chunk.endswith(b"\n"))  # whole lines per chunk
+        self.assertEqual((body_len, lines), (want_len, n))
+        # at most 16 KiB of whole lines to h2o at a time: one HTTP chunk each
+        self.assertGreaterEqual(chunks, -(-body_len // 16384))
+        self.assertLessEqual(chunks, body_len // (16384 - 32) + 1)
+        self.assertLess(proc_stat(self.server.proc.pid)[1] - rss_before, 4 << 20)
+
+    def test_sse_over_http2_sends_the_same_events(self):
+        if shutil.which("curl") is None:
+            self.skipTest("no curl")
+        from notes_testlib import Notesd
+        server = Notesd(self.db_url, args=["--h2c"])
+        try:
+            out = subprocess.run(["curl", "-s", "--http2-prior-knowledge", "-D", "-",
+                                  f"http://127.0.0.1:{server.port}/sse?count=4&delay_ms=10"],
+                                 capture_output=True, timeout=30).stdout
+            head, _, body = out.partition(b"\r\n\r\n")
+            self.assertTrue(head.startswith(b"HTTP/2 200"), head)
+            self.assertEqual([e[0] for e in events(body)], [1, 2, 3, 4])
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,575 @@
+#!/usr/bin/env python3
+"""The WebSocket routes against the real binary: /ws/echo and /ws/feed with
+exact counts (messages and bytes each way, closes by reason, the handshake as a
+101), every limit and its close code, the refusals of what is not a handshake,
+flow control under clients that do not read, the memory of 1,000 idle
+connections, the shutdown's 1001, and Node's own WebSocket client.
+
+The client is tests/integration/ws_client.py: RFC 6455 frames written by hand
+on the standard library's sockets."""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+import unittest
+
+from notes_testlib import (REPO, SANITIZED, TSAN, Notesd, ServerTestCase, create_database, main,
+                           poll, proc_stat, raw_request, request)
+from ws_client import (OP_BINARY, OP_CLOSE, OP_TEXT, Closed, HandshakeRefused, WebSocket,
+                       frame)
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
+# Under a sanitizer, memory is the sanitizer's (shadow memory, quarantine): the figures are
+# printed, the bounds are checked in the optimised and strict builds only.
+MEASURES_MEMORY = not (SANITIZED or TSAN)
+
+
+def parse(text):
+    out = {}
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        if m and not line.startswith("#"):
+            labels = frozenset(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+            out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def val(samples, name, **labels):
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+class Delta:
+    """The change of the server's counters between two scrapes."""
+
+    def __init__(self, server):
+        self.server = server
+        self.before = parse(server.metrics())
+
+    def after(self):
+        self.now = parse(self.server.metrics())
+        return self
+
+    def __call__(self, name, **labels):
+        return val(self.now, name, **labels) - val(self.before, name, **labels)
+
+
+def ws_path(route):
+    return {"echo": "/ws/echo", "feed": "/ws/feed"}[route]
+
+
+class EchoTest(ServerTestCase):
+    database = "ws_echo"
+
+    def settle(self, route="/ws/echo"):
+        """Waits until no WebSocket of the route is open (closes are counted when the socket
+        closes, a moment after the client sees the close)."""
+        poll(lambda: val(parse(self.server.metrics()), "notes_ws_connections", path=route) == 0,
+             timeout=10, what="every WebSocket closed")
+
+    def test_echo_counts_messages_and_bytes_exactly(self):
+        d = Delta(self.server)
+        ws = WebSocket(self.port, "/ws/echo")
+        sent = 0
+        messages = [f"text {i} " * i for i in range(1, 31)] + [os.urandom(i * 100) for i in
+                                                                range(20)] + ["", b""]
+        for m in messages:
+            ws.send(m)
+            opcode, data = ws.recv()
+            want = m.encode() if isinstance(m, str) else m
+            self.assertEqual(data, want)
+            self.assertEqual(opcode, OP_TEXT if isinstance(m, str) else OP_BINARY)
+            sent += len(want)
+        # one message in three frames comes back whole, in one
+        ws.send_fragments([b"ab", b"", b"cdef"])
+        self.assertEqual(ws.recv(), (OP_TEXT, b"abcdef"))
+        ws.ping(b"are you there")
+        ws.send("after the ping")
+        self.assertEqual(ws.recv(), (OP_TEXT, b"after the ping"))
+        time.sleep(0.6)  # a connection that lives longer than its handshake
+        self.assertEqual(ws.close(1000, b"bye"), 1000)
+        self.settle()
+        d.after()
+        n = len(messages) + 2
+        total = sent + 6 + len("after the ping")
+        path = "/ws/echo"
+        self.assertEqual(d("notes_ws_connections_opened_total", path=path), 1)
+        self.assertEqual(d("notes_ws_messages_total", path=path, direction="received"), n)
+        self.assertEqual(d("notes_ws_messages_total", path=path, direction="sent"), n)
+        self.assertEqual(d("notes_ws_message_bytes_total", path=path, direction="received"), total)
+        self.assertEqual(d("notes_ws_message_bytes_total", path=path, direction="sent"), total)
+        self.assertEqual(d("notes_ws_closes_total", path=path, reason="client"), 1)
+        self.assertEqual(d("notes_ws_connection_duration_seconds_count", path=path), 1)
+        self.assertGreaterEqual(d("notes_ws_connection_duration_seconds_sum", path=path), 0.6)
+        # the handshake is one request, answered 101, whose duration ends with the 101
+        labels = dict(method="GET", path=path, status_code="101")
+        self.assertEqual(d("http_requests_total", **labels), 1)
+        self.assertEqual(d("http_request_duration_seconds_count", **labels), 1)
+        self.assertLess(d("http_request_duration_seconds_sum", **labels), 0.3)
+
+    def test_what_is_not_a_handshake_is_told_why(self):
+        d = Delta(self.server)
+        status, headers, body = request(self.port, "GET", "/ws/echo")
+        self.assertEqual(status, 426)
+        self.assertEqual(headers["upgrade"], "websocket")
+        self.assertIn("WebSocket", json.loads(body)["error"])
+        status, headers, body = request(self.port, "HEAD", "/ws/echo")
+        self.assertEqual((status, body), (426, b""))
+        with self.assertRaises(HandshakeRefused) as e:
+            WebSocket(self.port, "/ws/echo", headers={"Sec-WebSocket-Version": "8"})
+        self.assertEqual(e.exception.status, 426)
+        self.assertEqual(e.exception.headers["sec-websocket-version"], "13")
+        for key in ("short==", "!" * 22 + "==", None):
+            with self.assertRaises(HandshakeRefused) as e:
+                WebSocket(self.port, "/ws/echo", headers={"Sec-WebSocket-Key": key})
+            self.assertEqual(e.exception.status, 400)
+            self.assertEqual(json.loads(e.exception.body)["error"],
+                             "Sec-WebSocket-Key must be 16 bytes in base64")
+        # HTTP/1.0 cannot be upgraded
+        answer = raw_request(self.port, b"GET /ws/echo HTTP/1.0\r\nUpgrade: websocket\r\n"
+                                        b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                                        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+        self.assertTrue(answer.startswith(b"HTTP/1.1 400 "), answer[:40])
+        status, _, body = request(self.port, "POST", "/ws/echo")
+        self.assertEqual(status, 405)
+        with self.assertRaises(HandshakeRefused) as e:
+            WebSocket(self.port, "/ws/echo?max_messages=0")
+        self.assertEqual(json.loads(e.exception.body)["error"],
+                         "max_messages must be a whole number from 1 to 9223372036854775807")
+        with self.assertRaises(HandshakeRefused) as e:
+            WebSocket(self.port, "/ws/echo?max_message_bytes=65537")  # above the setting
+        self.assertEqual(e.exception.status, 400)
+        d.after()
+        self.assertEqual(d("http_requests_total", method="GET", path="/ws/echo",
+                           status_code="426"), 2)
+        self.assertEqual(d("http_requests_total", method="HEAD", path="/ws/echo",
+                           status_code="426"), 1)
+        self.assertEqual(d("http_requests_total", method="GET", path="/ws/echo",
+                           status_code="400"), 6)
+        self.assertEqual(d("notes_ws_connections_opened_total", path="/ws/echo"), 0)
+
+    def test_a_message_too_big_closes_1009_after_the_echoes_before_it(self):
+        d = Delta(self.server)
+        ws = WebSocket(self.port, "/ws/echo?max_message_bytes=1000")
+        # three messages and the one too big go out together; the three come back first
+        ws.send_raw(frame(OP_TEXT, b"a" * 1000) + frame(OP_TEXT, b"b") + frame(OP_TEXT, b"c") +
+                    frame(OP_TEXT, b"d" * 1001))
+        code, reason, seen = ws.recv_close()
+        self.assertEqual((code, reason), (1009, b"message too big"))
+        self.assertEqual(seen, [(OP_TEXT, b"a" * 1000), (OP_TEXT, b"b"), (OP_TEXT, b"c")])
+        self.assertTrue(ws.wait_eof(), "the server reset the connection instead of closing it")
+        # the limit adds the frames of a fragmented message
+        ws = WebSocket(self.port, "/ws/echo?max_message_bytes=1000")
+        ws.send_fragments([b"x" * 600, b"y" * 400])
+        self.assertEqual(ws.recv()[1], b"x" * 600 + b"y" * 400)
+        ws.send_fragments([b"x" * 600, b"y" * 401])
+        self.assertEqual(ws.recv_close()[0], 1009)
+        ws.wait_eof()
+        self.settle()
+        d.after()
+        self.assertEqual(d("notes_ws_closes_total", path="/ws/echo", reason="too_big"), 2)
+        self.assertEqual(d("notes_ws_messages_total", path="/ws/echo", direction="sent"), 4)
+
+    def test_a_frame_too_big_closes_1009(self):
+        ws = WebSocket(self.port, "/ws/echo?max_fragment_bytes=100")
+        ws.send_fragments([b"x" * 100, b"y" * 100, b"z" * 100])  # 300 bytes, no frame over 100
+        self.assertEqual(ws.recv(), (OP_TEXT, b"x" * 100 + b"y" * 100 + b"z" * 100))
+        ws.send(b"q" * 101)
+        self.assertEqual(ws.recv_close()[0], 1009)
+        ws.wait_eof()
+
+    def test_a_huge_declared_length_is_refused_before_any_memory(self):
+        rss_before = proc_stat(self.server.proc.pid)[1]
+        ws = WebSocket(self.port, "/ws/echo")
+        # a header that declares 2**62 bytes, and 10 of them
+        ws.send_raw(frame(OP_BINARY, b"0123456789", length=1 << 62))
+        self.assertEqual(ws.recv_close()[0], 1009)
+        ws.wait_eof()
+        if MEASURES_MEMORY:
+            self.assertLess(proc_stat(self.server.proc.pid)[1] - rss_before, 4 << 20)
+
+    def test_the_message_past_max_messages_closes_1008_unanswered(self):
+        d = Delta(self.server)
+        ws = WebSocket(self.port, "/ws/echo?max_messages=3")
+        for i in range(3):
+            ws.send(f"m{i}")
+            self.assertEqual(ws.recv(), (OP_TEXT, f"m{i}".encode()))
+        ws.send("one too many")
+        code, reason, seen = ws.recv_close()
+        self.assertEqual((code, reason, seen), (1008, b"too many messages", []))
+        ws.wait_eof()
+        self.settle()
+        d.after()
+        self.assertEqual(d("notes_ws_messages_total", path="/ws/echo", direction="received"), 4)
+        self.assertEqual(d("notes_ws_messages_total", path="/ws/echo", direction="sent"), 3)
+        self.assertEqual(d("notes_ws_closes_total", path="/ws/echo", reason="message_limit"), 1)
+
+    def test_an_idle_connection_closes_1001_and_pings_keep_it_alive(self):
+        ws = WebSocket(self.port, "/ws/echo?idle_timeout_ms=400")
+        opened = time.monotonic()
+        for _ in range(8):  # 800 ms of pings 100 ms apart
+            time.sleep(0.1)
+            ws.ping()
+        code, reason, _ = ws.recv_close()
+        waited = time.monotonic() - opened
+        self.assertEqual((code, reason), (1001, b"idle timeout"))
+        self.assertGreaterEqual(waited, 0.8 + 0.4 - 0.05)
+        self.assertTrue(ws.wait_eof())
+
+    def test_frames_rfc_6455_forbids_close_1002_or_1007(self):
+        d = Delta(self.server)
+        for bad, code in ((frame(OP_TEXT, b"unmasked", mask=False), 1002),
+                          (frame(OP_TEXT, b"\xff\xfe not UTF-8"), 1007),
+                          (frame(0x0, b"a continuation of nothing"), 1002),
+                          (frame(OP_TEXT, b"rsv1 without an extension", rsv=4), 1002),
+                          (frame(OP_CLOSE, struct.pack("!H", 999)), 1002)):
+            ws = WebSocket(self.port, "/ws/echo")
+            ws.send_raw(bad)
+            self.assertEqual(ws.recv_close()[0], code, bad[:12])
+            ws.wait_eof()
+        self.settle()
+        d.after()
+        self.assertEqual(d("notes_ws_closes_total", path="/ws/echo", reason="protocol_error"), 5)
+
+    def test_a_client_that_vanishes_is_counted_abnormal(self):
+        d = Delta(self.server)
+        for _ in range(3):
+            ws = WebSocket(self.port, "/ws/echo")
+            ws.send("hello")
+            ws.recv()
+            ws.abort()
+        self.settle()
+        d.after()
+        self.assertEqual(d("notes_ws_closes_total", path="/ws/echo", reason="abnormal"), 3)
+        self.assertEqual(d("notes_ws_connection_duration_seconds_count", path="/ws/echo"), 3)
+
+    def test_a_client_that_writes_and_never_reads_is_held_back(self):
+        """Flow control: 40 MB of echoes nobody reads pile up in TCP, not in notesd."""
+        d = Delta(self.server)
+        rss_before = proc_stat(self.server.proc.pid)[1]
+        ws = WebSocket(self.port, "/ws/echo", rcvbuf=65536)
+        msg = os.urandom(60000)
+        ws.sock.setblocking(False)
+        sent, blocked_at = 0, None
+        deadline = time.monotonic() + 10
+        pending = b""
+        while time.monotonic() < deadline and sent < 700:
+            if not pending:
+                pending = frame(OP_BINARY, msg)
+            try:
+                n = ws.sock.send(pending)
+                pending = pending[n:]
+                if not pending:
+                    sent += 1
+            except BlockingIOError:
+                if blocked_at is None:
+                    blocked_at = time.monotonic()
+                elif time.monotonic() - blocked_at > 1.0:
+                    break  # the server stopped reading: TCP is full both ways
+                time.sleep(0.01)
+        self.assertLess(sent, 700, "the server kept reading a client that never reads")
+        grown = proc_stat(self.server.proc.pid)[1] - rss_before
+        if MEASURES_MEMORY:
+            self.assertLess(grown, 4 << 20, f"RSS grew by {grown} bytes")
+        # now read (the rest of the last frame goes out meanwhile): every message comes
+        # back, exactly
+        ws.sock.setblocking(True)
+        total = sent + (1 if pending else 0)
+        got = []
+        reader = threading.Thread(target=lambda: got.extend(ws.recv() for _ in range(total)))
+        reader.start()
+        if pending:
+            ws.sock.sendall(pending)
+        reader.join(60)
+        self.assertEqual(len(got), total)
+        self.assertTrue(all(m == (OP_BINARY, msg) for m in got))
+        sent = total
+        self.assertEqual(ws.close(), 1000)
+        self.settle()
+        d.after()
+        self.assertEqual(d("notes_ws_messages_total", path="/ws/echo", direction="sent"), sent)
+        print(f"\n  {sent} messages of 60000 bytes before the server stopped reading; "
+              f"RSS grew by {grown / 1024:.0f} KiB", flush=True)
+
+    def test_http2_cannot_be_upgraded(self):
+        server = Notesd(self.db_url, args=["--h2c"])
+        try:
+            if shutil.which("curl") is None:
+                self.skipTest("no curl")
+            out = subprocess.run(["curl", "-s", "--http2-prior-knowledge", "-w", "\n%{http_code}",
+                                  f"http://127.0.0.1:{server.port}/ws/echo"],
+                                 capture_output=True, text=True, timeout=30).stdout
+            body, code = out.rsplit("\n", 1)
+            self.assertEqual(code, "400")
+            self.assertIn("RFC 8441", json.loads(body)["error"])
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+class FeedTest(ServerTestCase):
+    database = "ws_feed"
+
+    def test_the_feed_is_exact_in_count_size_order_and_time(self):
+        d = Delta(self.server)
+        ws = WebSocket(self.port, "/ws/feed?rate=200&count=50&size=200")
+        start = time.time()
+        code, reason, seen = ws.recv_close()
+        self.assertEqual((code, reason), (1000, b"done"))
+        self.assertTrue(ws.wait_eof())
+        self.assertEqual(len(seen), 50)
+        msgs = [json.loads(data) for _, data in seen]
+        self.assertTrue(all(op == OP_TEXT and len(data) == 200 for op, data in seen))
+        self.assertEqual([m["seq"] for m in msgs], list(range(1, 51)))
+        self.assertTrue(all(m["of"] == 50 and set(m["pad"]) == {"x"} for m in msgs))
+        # the schedule: message k leaves (k - 1) * 5 ms after the first, never earlier
+        # (sent_us is the wall clock; late_us the lateness the server measured)
+        first = msgs[0]["sent_us"] - msgs[0]["late_us"]
+        for k, m in enumerate(msgs):
+            due = first + k * 5000
+            self.assertGreaterEqual(m["sent_us"] - m["late_us"], due - 2, m)
+            self.assertGreaterEqual(m["sent_us"], due - 2)
+        self.assertLess(abs(msgs[0]["sent_us"] / 1e6 - start), 5)
+        time.sleep(0.2)
+        d.after()
+        path = "/ws/feed"
+        self.assertEqual(d("notes_ws_messages_total", path=path, direction="sent"), 50)
+        self.assertEqual(d("notes_ws_message_bytes_total", path=path, direction="sent"), 50 * 200)
+        self.assertEqual(d("notes_ws_messages_skipped_total", path=path), 0)
+        self.assertEqual(d("notes_ws_closes_total", path=path, reason="done"), 1)
+        self.assertEqual(d("http_requests_total", method="GET", path=path, status_code="101"), 1)
+
+    def test_a_slow_reader_sees_gaps_the_server_counts(self):
+        """The client reads nothing for a while: messages that fall due while 64 KiB wait
+        for it are left out; what it then reads plus what was skipped is the whole feed,
+        and the gaps in seq are exactly the skipped ones."""
+        d = Delta(self.server)
+        count = 800
+        ws = WebSocket(self.port, f"/ws/feed?rate=1000&count={count}&size=8192", rcvbuf=16384)
+        time.sleep(1.3)  # the feed runs 0.8 s; nothing is read
+        code, _, seen = ws.recv_close()
+        self.assertEqual(code, 1000)
+        ws.wait_eof()
+        time.sleep(0.2)
+        d.after()
+        seqs = [json.loads(data)["seq"] for _, data in seen]
+        skipped = d("notes_ws_messages_skipped_total", path="/ws/feed")
+        self.assertEqual(seqs, sorted(seqs))
+        self.assertGreater(skipped, 0)
+        self.assertEqual(len(seqs) + skipped, count)
+        self.assertEqual(count - len(set(seqs)), skipped)
+        self.assertEqual(d("notes_ws_messages_total", path="/ws/feed", direction="sent"),
+                         len(seqs))
+        print(f"\n  slow reader: {len(seqs)} of {count} received, {skipped:.0f} skipped",
+              flush=True)
+
+    def test_feed_knobs_are_checked(self):
+        for query, knob in (("rate=0", "rate"), ("rate=10001", "rate"), ("count=0", "count"),
+                            ("size=127", "size"), ("size=65537", "size"),
+                            ("count=1000001", "count")):
+            with self.assertRaises(HandshakeRefused) as e:
+                WebSocket(self.port, f"/ws/feed?{query}")
+            self.assertEqual(e.exception.status, 400)
+            self.assertTrue(json.loads(e.exception.body)["error"].startswith(knob + " must be"))
+
+    def test_the_feed_counts_what_the_client_sends(self):
+        d = Delta(self.server)
+        ws = WebSocket(self.port, "/ws/feed?rate=5&count=3")
+        ws.send("ignored but counted")
+        code, _, seen = ws.recv_close()
+        self.assertEqual((code, len(seen)), (1000, 3))
+        ws.wait_eof()
+        time.sleep(0.2)
+        d.after()
+        self.assertEqual(d("notes_ws_messages_total", path="/ws/feed", direction="received"), 1)
+
+
+class ResourcesTest(unittest.TestCase):
+    """Many idle clients, and the shutdown with connections open."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.db_url = create_database("ws_resources")
+
+    def test_memory_per_idle_connection(self):
+        n = 1000
+        server = Notesd(self.db_url)
+        socks = []
+        try:
+            # warm up: one connection's worth of allocator arenas
+            warm = [WebSocket(server.port, "/ws/echo") for _ in range(10)]
+            for ws in warm:
+                ws.send("x")
+                ws.recv()
+            time.sleep(0.3)
+            rss_before = proc_stat(server.proc.pid)[1]
+            for _ in range(n):
+                ws = WebSocket(server.port, "/ws/echo")
+                socks.append(ws)
+            # every one of them answers, so each is really open
+            for ws in socks[::50]:
+                ws.send("ping")
+                self.assertEqual(ws.recv(), (OP_TEXT, b"ping"))
+            time.sleep(0.3)
+            samples = parse(server.metrics())
+            self.assertEqual(val(samples, "notes_ws_connections", path="/ws/echo"), n + 10)
+            rss_after = proc_stat(server.proc.pid)[1]
+            per = (rss_after - rss_before) / n
+            print(f"\n  RSS {rss_before / 2**20:.1f} MiB -> {rss_after / 2**20:.1f} MiB with "
+                  f"{n} idle WebSocket connections: {per / 1024:.1f} KiB each", flush=True)
+            if MEASURES_MEMORY:
+                self.assertLess(per, 48 * 1024)
+            for ws in socks + warm:
+                ws.abort()
+            poll(lambda: val(parse(server.metrics()), "notes_ws_connections", path="/ws/echo")
+                 == 0, timeout=30, what="every connection closed")
+            samples = parse(server.metrics())
+            self.assertEqual(val(samples, "notes_ws_closes_total", path="/ws/echo",
+                                 reason="abnormal"), n + 10)
+        finally:
+            for ws in socks:
+                ws.abort()
+            self.assertEqual(server.stop(), 0)
+
+    def test_many_slow_clients_are_served_and_bounded(self):
+        """200 clients that send a message every 50 ms and read their echo late, beside
+        one that is served on time."""
+        server = Notesd(self.db_url)
+        try:
+            clients = [WebSocket(server.port, "/ws/echo") for _ in range(200)]
+            rss_before = proc_stat(server.proc.pid)[1]
+            for round_ in range(10):
+                for ws in clients:
+                    ws.send(f"{round_}" * 1000)
+                time.sleep(0.05)
+            quick = WebSocket(server.port, "/ws/echo")
+            t = time.monotonic()
+            quick.send("now")
+            self.assertEqual(quick.recv(), (OP_TEXT, b"now"))
+            self.assertLess(time.monotonic() - t, 1.0)
+            for ws in clients:
+                for round_ in range(10):
+                    self.assertEqual(ws.recv()[1], f"{round_}".encode() * 1000)
+                ws.abort()
+            grown = proc_stat(server.proc.pid)[1] - rss_before
+            if MEASURES_MEMORY:
+                self.assertLess(grown, 24 << 20)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_clients_that_flood_and_never_read_cost_a_bounded_amount(self):
+        """50 clients write 60 KB messages as fast as TCP takes them and read nothing for 3 s:
+        each stops being read once 64 KiB of echoes wait for it, so what it costs is about its
+        socket's receive buffer and two messages, and a polite client is served meanwhile."""
+        n = 50
+        server = Notesd(self.db_url)
+        clients = []
+        try:
+            clients = [WebSocket(server.port, "/ws/echo") for _ in range(n)]
+            time.sleep(0.2)
+            rss_before = proc_stat(server.proc.pid)[1]
+            msg = frame(OP_BINARY, os.urandom(60000))
+            pending = {ws: msg for ws in clients}
+            for ws in clients:
+                ws.sock.setblocking(False)
+            polite = WebSocket(server.port, "/ws/echo")
+            slowest, end = 0.0, time.monotonic() + 3
+            while time.monotonic() < end:
+                for ws in clients:
+                    try:
+                        sent = ws.sock.send(pending[ws])
+                        pending[ws] = pending[ws][sent:] or msg
+                    except BlockingIOError:
+                        pass
+                t = time.monotonic()
+                polite.send("still there?")
+                self.assertEqual(polite.recv(), (OP_TEXT, b"still there?"))
+                slowest = max(slowest, time.monotonic() - t)
+                time.sleep(0.01)
+            grown = proc_stat(server.proc.pid)[1] - rss_before
+            print(f"\n  {n} clients flooding without reading: RSS grew by {grown / 2**20:.1f} MiB "
+                  f"({grown / n / 1024:.0f} KiB each); the polite client's slowest echo "
+                  f"{slowest * 1000:.0f} ms", flush=True)
+            self.assertLess(slowest, 1.0)
+            if MEASURES_MEMORY:
+                self.assertLess(grown / n, 1 << 20)
+        finally:
+            for ws in clients:
+                ws.abort()
+            self.assertEqual(server.stop(), 0)
+
+    def test_shutdown_closes_every_websocket_with_1001(self):
+        server = Notesd(self.db_url, env={"SHUTDOWN_TIMEOUT_MS": "5000"})
+        echo = WebSocket(server.port, "/ws/echo")
+        feed = WebSocket(server.port, "/ws/feed?rate=1&count=1000")
+        self.assertEqual(json.loads(feed.recv()[1])["seq"], 1)
+        echo.send("before")
+        self.assertEqual(echo.recv(), (OP_TEXT, b"before"))
+        t = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        for ws in (echo, feed):
+            code, reason, _ = ws.recv_close()
+            self.assertEqual((code, reason), (1001, b"server shutting down"))
+            ws.wait_eof()
+        server.proc.wait(10)  # it exits by itself once they are closed
+        self.assertEqual(server.stop(), 0)
+        self.assertLess(time.monotonic() - t, 4.0)
+
+
+class ThirdPartyClientTest(unittest.TestCase):
+    """Node's own WebSocket client (Node 22 and later have one built in), when the pinned
+    runtime is installed (loadtests/peers/install.sh)."""
+
+    NODE = os.path.join(REPO, "loadtests", "peers", "runtimes", "node_modules", ".bin", "node")
+
+    def test_node_websocket_echoes_and_reads_the_feed(self):
+        if not os.path.exists(self.NODE):
+            self.skipTest("the pinned node is not installed (loadtests/peers/install.sh)")
+        server = Notesd(create_database("ws_node"))
+        script = """
+const [port] = process.argv.slice(1);
+function run(path, onOpen) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`);
+    const got = [];
+    ws.binaryType = 'arraybuffer';
+    ws.onopen = () => onOpen(ws);
+    ws.onmessage = (e) => { got.push(typeof e.data === 'string' ? e.data : e.data.byteLength);
+                            if (path === '/ws/echo' && got.length === 100) ws.close(1000); };
+    ws.onclose = (e) => resolve({code: e.code, reason: e.reason, got});
+    ws.onerror = (e) => reject(new Error('websocket error'));
+  });
+}
+(async () => {
+  const echo = await run('/ws/echo', (ws) => {
+    for (let i = 0; i < 50; i++) ws.send('m' + i);
+    for (let i = 0; i < 50; i++) ws.send(new Uint8Array(i + 1));
+  });
+  const feed = await run('/ws/feed?rate=100&count=20&size=256', () => {});
+  console.log(JSON.stringify({echo, feed}));
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+        try:
+            out = subprocess.run([self.NODE, "-e", script, str(server.port)],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            res = json.loads(out.stdout)
+            echo, feed = res["echo"], res["feed"]
+            self.assertEqual(echo["code"], 1000)
+            self.assertEqual(echo["got"][:50], [f"m{i}" for i in range(50)])
+            self.assertEqual(echo["got"][50:], list(range(1, 51)))
+            self.assertEqual((feed["code"], feed["reason"]), (1000, "done"))
+            self.assertEqual([json.loads(m)["seq"] for m in feed["got"]], list(range(1, 21)))
+            samples = parse(server.metrics())
+            self.assertEqual(val(samples, "notes_ws_messages_total", path="/ws/echo",
+                                 direction="received"), 100)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+if __name__ == "__main__":
+    main()

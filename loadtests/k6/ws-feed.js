@@ -62,10 +62,12 @@ export const options = {
   thresholds: { notesd_ws_feed_gaps: ['count==0'] },
 };
 
+// @types/k6 2.2.0 types the event name as an enum k6 does not export at run time: the
+// names are the strings k6 documents
 export default function () {
   const ws = new WebSocket(URL);
   let next = 1;
-  ws.addEventListener('message', (e) => {
+  ws.addEventListener(/** @type {any} */ ('message'), (e) => {
     const ev = /** @type {import('k6/websockets').MessageEvent} */ (e);
     const m = JSON.parse(String(ev.data));
     latency.add(Math.max(0, ev.timestamp - m.sent_us / 1000));
@@ -73,7 +75,7 @@ export default function () {
     next = m.seq + 1;
     received.add(1);
   });
-  ws.addEventListener('close', (e) => {
+  ws.addEventListener(/** @type {any} */ ('close'), (e) => {
     const code = String(/** @type {any} */ (e).code);
     (closes[code] || closes.other).add(1);
     // messages after the last one that arrived, up to the feed's count, never came

@@ -24,7 +24,7 @@ tools=(autocannon artillery loadtest)
 # One package per tool: wrk, h2load, ab, hey, siege, httperf, locust (and its distributed
 # mode), curl. The adapters' INSTALL_HINTs name these; loadtests/tests/tools/test_install.py
 # keeps the two in step.
-debian_packages=(wrk nghttp2-client apache2-utils hey siege httperf python3-locust curl)
+debian_packages=(wrk nghttp2-client apache2-utils hey siege httperf python3-locust curl tsung)
 
 all=0 dry=0 if_missing=0
 for arg in "$@"; do

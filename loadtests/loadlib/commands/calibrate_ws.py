@@ -35,7 +35,8 @@ import os
 import time
 
 from loadlib import prom, procs, report
-from loadlib.commands.calibrate_matrix import FAIL, PASS, SKIP, WARN, Target, record, skipped
+from loadlib.commands.calibrate_target import Target
+from loadlib.commands.calibrate_verdicts import FAIL, PASS, SKIP, WARN, record, skipped
 from loadlib.report import logger
 from loadlib.tools import run as toolrun
 from loadlib.tools import ws_run

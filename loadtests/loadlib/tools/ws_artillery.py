@@ -22,11 +22,11 @@ import json
 import os
 import subprocess
 
-from . import _npm
+from . import _npm, artillery
 from .ws_base import Unsupported, WsResult, WsSpec
 
 NAME = "artillery"
-INSTALL_HINT = "loadtests/tools/install.sh"
+INSTALL_HINT = artillery.INSTALL_HINT
 SCRIPT = "artillery-ws.json"
 REPORT = "artillery-ws-report.json"
 

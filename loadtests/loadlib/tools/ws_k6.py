@@ -21,11 +21,12 @@ import os
 import shutil
 from urllib.parse import urlsplit
 
+from . import k6
 from .base import Latency
 from .ws_base import Unsupported, WsResult, WsSpec, tool_version
 
 NAME = "k6"
-INSTALL_HINT = "k6 is not in Debian or npm: put its binary on PATH"
+INSTALL_HINT = k6.INSTALL_HINT
 K6_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                        "k6"))
 SUMMARY = "ws-summary.json"

@@ -27,11 +27,11 @@ import shutil
 import urllib.parse
 from xml.sax.saxutils import escape, quoteattr
 
-from .base import Latency
+from .base import Latency, install_hint
 from .ws_base import Unsupported, WsResult, WsSpec, tool_version
 
 NAME = "tsung"
-INSTALL_HINT = "apt-get install -y tsung"
+INSTALL_HINT = install_hint("apt-get install -y tsung")
 CONFIG = "tsung-ws.xml"
 CONFIG_SOURCE = """<?xml version="1.0"?>
 <!DOCTYPE tsung SYSTEM "/usr/share/tsung/tsung-1.0.dtd" []>

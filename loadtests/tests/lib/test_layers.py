@@ -63,7 +63,7 @@ LAYERS = [
     {"prom", "netcheck", "procs", "pg", "pgbench", "mixes", "report", "charts", "cli", "tools.base",
      "tools._npm"},
     # adapters that a command or another adapter imports by name: on tools.base
-    {"quantile", "openmetrics", "tools.wrk", "tools.k6", "tools.locust", "netns", "server", "database",
+    {"quantile", "openmetrics", "tools.wrk", "tools.k6", "tools.locust", "tools.artillery", "netns", "server", "database",
      "tools.ws_base"},
     {"sampler", "tools.run", "tools.locust_distributed"},
     {"tools.ws_run"},

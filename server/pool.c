@@ -290,8 +290,7 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
     pool_t *pool = conn->pool;
     enum pool_conn_state was = conn->state;
     unsigned round = conn->backoff_round;
-    pool_query_t *queries[POOL_DEPTH_MAX];
-    unsigned n = 0;
+    h2o_linklist_t orphans; /* the queries still to answer, oldest first */
 
     if (err == POOL_ERR_SHUTDOWN || reason == NULL)
         conn_log(debug, conn, "closed: %s", reason != NULL ? reason : "idle timeout");
@@ -299,18 +298,33 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
         conn_log(warn, conn, "discarded with %u queries in flight: %s", conn->count, reason);
     else
         conn_log(warn, conn, "discarded: %s", reason);
-    for (unsigned i = 0; i < conn->count; i++)
-        queries[n++] = conn->slots[(conn->head + i) % pool->per_conn].query;
+    /* Before the connection is freed and before any callback runs, every query
+     * leaves it: a callback may end another request (an HTTP/2 connection
+     * closing takes all its streams), whose clean-up then cancels its query
+     * through this list, never through the freed connection. */
+    h2o_linklist_init_anchor(&orphans);
+    for (unsigned i = 0; i < conn->count; i++) {
+        pool_query_t *q = conn->slots[(conn->head + i) % pool->per_conn].query;
+        if (q == NULL)
+            continue; /* its requester left already */
+        q->state = POOL_QUERY_ORPHANED;
+        q->conn = NULL;
+        h2o_linklist_insert(&orphans, &q->link);
+    }
+    int first = conn->count > 0 && conn->slots[conn->head].query != NULL;
     STAT_SUB(pool->in_flight, conn->count);
     pool_conn_set_state(conn, POOL_CONN_GONE);
     pgconn_close(conn->pg);
     free(conn);
 
-    /* Every query is answered once, and the pool no longer refers to any of
-     * them before the first callback runs. */
-    for (unsigned i = 0; i < n; i++)
-        if (queries[i] != NULL)
-            finish_query(queries[i], NULL, i == 0 ? err : POOL_ERR_UNAVAILABLE);
+    /* Every query still wanted is answered once; one cancelled by an earlier
+     * callback has left the list. */
+    while (!h2o_linklist_is_empty(&orphans)) {
+        pool_query_t *q = H2O_STRUCT_FROM_MEMBER(pool_query_t, link, orphans.next);
+        h2o_linklist_unlink(&q->link);
+        finish_query(q, NULL, first ? err : POOL_ERR_UNAVAILABLE);
+        first = 0;
+    }
     if (was == POOL_CONN_CONNECTING && err == POOL_ERR_UNAVAILABLE) {
         /* The database cannot be reached: back off, and when no connection is
          * left, fail the waiters now rather than let them hang (fast-fail).
@@ -561,6 +575,10 @@ void pool_query_cancel(pool_t *pool, pool_query_t *q)
     case POOL_QUERY_WAITING:
         list_remove(&pool->waiting, &q->link);
         h2o_timeout_unlink(&q->acquire_entry);
+        break;
+    case POOL_QUERY_ORPHANED:
+        /* Its connection is gone; conn_discard has not answered it yet. */
+        h2o_linklist_unlink(&q->link);
         break;
     case POOL_QUERY_RUNNING: {
         /* The connection keeps the slot until the result comes, then drops it. */

@@ -58,10 +58,12 @@ typedef struct pool_query pool_query_t;
 typedef void (*pool_query_cb)(pool_query_t *q, PGresult *res, enum pool_error err);
 
 enum pool_query_state {
-    POOL_QUERY_NEW,     /* the caller's zeroed memory, before pool_query */
-    POOL_QUERY_WAITING, /* on pool->waiting */
-    POOL_QUERY_RUNNING, /* sent on conn, in its FIFO of queries in flight */
-    POOL_QUERY_DONE,    /* callback called, or cancelled */
+    POOL_QUERY_NEW,      /* the caller's zeroed memory, before pool_query */
+    POOL_QUERY_WAITING,  /* on pool->waiting */
+    POOL_QUERY_RUNNING,  /* sent on conn, in its FIFO of queries in flight */
+    POOL_QUERY_ORPHANED, /* its connection was discarded; waits for its answer on the
+                            discard's list (q->link), its connection already freed */
+    POOL_QUERY_DONE,     /* callback called, or cancelled */
 };
 
 /* One query. Ownership: the caller's memory (usually part of a request's
@@ -75,7 +77,7 @@ struct pool_query {
     uint64_t duration_ns; /* set before the callback: from send to result */
     /* private to the pool */
     enum pool_query_state state;
-    h2o_linklist_t link;               /* in pool->waiting */
+    h2o_linklist_t link;               /* in pool->waiting, or a discard's list */
     h2o_timeout_entry_t acquire_entry; /* acquire deadline while waiting */
     struct pool *pool;                 /* while waiting or running */
     struct pool_conn *conn;            /* while running */

@@ -87,12 +87,52 @@ static void fail(pgconn_t *conn, const char *why)
     conn->cb->on_failed(conn, conn->why, conn->data);
 }
 
+/* 1 if `res` reports an error that ends the session (severity FATAL or PANIC). */
+static int is_fatal(const PGresult *res)
+{
+    const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+    return PQresultStatus(res) == PGRES_FATAL_ERROR && severity != NULL &&
+           (strcmp(severity, "FATAL") == 0 || strcmp(severity, "PANIC") == 0);
+}
+
+/* Keeps the primary text of a result that ends the session, for the failure line. */
+static void keep_fatal(pgconn_t *conn, const PGresult *res)
+{
+    const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    one_line(conn->fatal, sizeof(conn->fatal),
+             primary != NULL ? primary : PQresultErrorMessage(res));
+}
+
+/* In pipeline mode, after the socket broke: the results libpq parsed from the
+ * last bytes the server sent, looked through for the FATAL that says why it
+ * ended the session. Without pipeline mode libpq copies that error into its
+ * own message (and asking a broken connection for results would add "invalid
+ * socket" to it); in pipeline mode it stays a result of the command in flight,
+ * whose sync never comes, and would be lost. Bounded: a broken connection ends
+ * its results. */
+static void find_fatal_result(pgconn_t *conn)
+{
+    for (int i = 0; i < 16 && conn->fatal[0] == '\0' && !PQisBusy(conn->pg); i++) {
+        PGresult *res = PQgetResult(conn->pg);
+        if (res == NULL)
+            break;
+        if (is_fatal(res))
+            keep_fatal(conn, res);
+        PQclear(res);
+    }
+    if (conn->fatal[0] == '\0' && conn->first != NULL && is_fatal(conn->first))
+        keep_fatal(conn, conn->first);
+}
+
 /* Fails with libpq's message, led by the server's own reason when a FATAL
- * notice said why it is closing the session ("terminating connection due to
- * administrator command"); libpq itself only says that the server closed it. */
+ * notice or result said why it is closing the session ("terminating connection
+ * due to administrator command"); libpq itself only says that the server
+ * closed it. */
 static void fail_with_libpq_error(pgconn_t *conn)
 {
     char msg[300]; /* with "FATAL: " and conn->fatal, fits conn->why */
+    if (conn->state == PGCONN_OPEN && conn->params->pipeline)
+        find_fatal_result(conn);
     one_line(msg, sizeof(msg), PQerrorMessage(conn->pg));
     if (conn->fatal[0] != '\0' && strstr(msg, conn->fatal) == NULL)
         snprintf(conn->why, sizeof(conn->why), "FATAL: %s; %s", conn->fatal,
@@ -233,14 +273,6 @@ static void poll_connect(pgconn_t *conn)
     }
 }
 
-/* 1 if `res` reports an error that ends the session (severity FATAL or PANIC). */
-static int is_fatal(const PGresult *res)
-{
-    const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
-    return PQresultStatus(res) == PGRES_FATAL_ERROR && severity != NULL &&
-           (strcmp(severity, "FATAL") == 0 || strcmp(severity, "PANIC") == 0);
-}
-
 /* Keeps the first result of a command, or its first error when an earlier
  * result was fine (a failed prepare among several, say); frees the rest. */
 static void keep_result(pgconn_t *conn, PGresult *res)
@@ -292,10 +324,7 @@ static void finish_command(pgconn_t *conn)
     if (is_fatal(first)) {
         /* The server ends the session (an administrator's terminate, a
          * shutdown): the command did not run, and the connection is gone. */
-        one_line(conn->fatal, sizeof(conn->fatal),
-                 PQresultErrorField(first, PG_DIAG_MESSAGE_PRIMARY) != NULL
-                     ? PQresultErrorField(first, PG_DIAG_MESSAGE_PRIMARY)
-                     : PQresultErrorMessage(first));
+        keep_fatal(conn, first);
         snprintf(conn->why, sizeof(conn->why), "FATAL: %s", conn->fatal);
         PQclear(first);
         fail(conn, conn->why);
@@ -345,6 +374,14 @@ static void read_results(pgconn_t *conn)
             continue; /* the end of one command's results; its sync comes next */
         }
         nulls = 0;
+        if (conn->params->pipeline && is_fatal(res)) {
+            /* The session ends; the command's sync will never come. */
+            keep_fatal(conn, res);
+            PQclear(res);
+            snprintf(conn->why, sizeof(conn->why), "FATAL: %s", conn->fatal);
+            fail(conn, conn->why);
+            break;
+        }
         if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
             PQclear(res);
             finish_command(conn);

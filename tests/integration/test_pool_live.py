@@ -221,23 +221,32 @@ class ServerMessagesTest(unittest.TestCase):
 
 
     def test_a_busy_session_terminated_is_503_and_one_log_line(self):
-        url = create_database("poollive_terminate")
-        admin = db_connect("poollive_terminate")
-        server = Notesd(url, env={"POOL_MAX": "1"})
+        """In every way of sending queries: one at a time, in pipeline mode (where
+        the FATAL arrives as the result of a command whose sync never comes), and
+        prepared (pipeline mode with one query at a time)."""
+        for mode in ((), ("--pipeline", "4"), ("--prepared",)):
+            with self.subTest(mode=mode):
+                self.busy_session_terminated(mode)
+
+    def busy_session_terminated(self, mode):
+        dbname = "poollive_terminate" + "".join(a.strip("-")[:4] for a in mode)
+        url = create_database(dbname)
+        admin = db_connect(dbname)
+        server = Notesd(url, args=mode, env={"POOL_MAX": "1"})
         try:
-            locker = lock_row("poollive_terminate", 71)
+            locker = lock_row(dbname, 71)
             out = []
             t = threading.Thread(target=lambda: out.append(request(
                 server.port, "PUT", "/notes/71", body=NOTE)))
             t.start()
-            pid = poll(lambda: waiting_on_lock(admin, "poollive_terminate"), what="the blocked PUT")[0]
+            pid = poll(lambda: waiting_on_lock(admin, dbname), what="the blocked PUT")[0]
             with admin.cursor() as cur:
                 cur.execute("select pg_terminate_backend(%s)", (pid,))
             t.join(30)
             locker.rollback()
             locker.close()
             status, headers, body = out[0]
-            figure(f"pg_terminate_backend on a busy session: {status} {body!r}")
+            figure(f"pg_terminate_backend on a busy session {mode}: {status} {body!r}")
             self.assertEqual(status, 503, body)
             self.assertEqual(headers.get("retry-after"), "1")
             self.assertEqual(request(server.port, "GET", "/notes/71")[0], 200)
@@ -249,7 +258,7 @@ class ServerMessagesTest(unittest.TestCase):
         self.assertEqual([l for l in lines if not LOG_LINE.match(l)], [],
                          "every line of output is a log line")
         discarded = [l for l in lines if "discarded:" in l]
-        figure(f"discard line: {discarded}")
+        figure(f"discard line {mode}: {discarded}")
         self.assertEqual(len(discarded), 1)
         self.assertIn("pg#1 busy: discarded: FATAL: terminating connection due to administrator "
                       "command", discarded[0])

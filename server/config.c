@@ -71,7 +71,8 @@ static const struct option_row options[] = {
     {"primes-max", "PRIMES_MAX", OPT_INT, FIELD(primes_max), "1000000", 2, INT_MAX,
      "largest ?below= that /primes accepts (1000000 holds the loop ~0.13 s)"},
     {"query-timeout-ms", "QUERY_TIMEOUT_MS", OPT_INT, FIELD(query_timeout_ms), "30000", 0, INT_MAX,
-     "deadline of one query (504 after; also sets statement_timeout); 0 = none"},
+     "deadline of a query (504 after): its statement_timeout on the server, and with --pipeline "
+     "also counted from when it is sent, behind any others; 0 = none"},
     {"server-timing", "SERVER_TIMING", OPT_BOOL, FIELD(server_timing), "1", 0, 0,
      "send Server-Timing (db and total time) on API responses; 0 for the peer's exact headers"},
     {"shutdown-timeout-ms", "SHUTDOWN_TIMEOUT_MS", OPT_INT, FIELD(shutdown_timeout_ms), "5000", 0,

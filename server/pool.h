@@ -103,7 +103,8 @@ typedef struct pool_stats {
     uint64_t connection_errors; /* connects that failed, and connections that broke */
     uint64_t rejected;          /* POOL_QUEUE_FULL, POOL_DOWN, and POOL_ERR_SHUTDOWN at once */
     uint64_t acquire_timeouts;
-    uint64_t query_timeouts; /* statement_timeout and the backstop; not a user's cancel */
+    uint64_t query_timeouts; /* statement_timeout, the pipeline deadline and the backstop,
+                                once per query; not a user's cancel */
     histogram_t acquire;     /* seconds from enqueue to connection handed over */
     histogram_t query[POOL_STATEMENTS_MAX]; /* seconds from send to result, per statement */
 } pool_stats_t;
@@ -117,8 +118,9 @@ typedef struct pool_settings {
     int idle_timeout_ms;    /* an idle connection is closed after this long */
     int acquire_timeout_ms; /* longest wait for a connection; 0 = wait forever */
     int connect_timeout_ms; /* longest time to open a connection */
-    int query_timeout_ms;   /* the server's statement_timeout; the loop's backstop deadline
-                               comes a second later; 0 = none */
+    int query_timeout_ms;   /* the server's statement_timeout, and in pipeline mode (depth > 0)
+                               each query's deadline from being sent; the loop's backstop
+                               comes a second after the oldest query started; 0 = none */
     int prepared;           /* 1: named prepared statements; 0: unnamed, like node-postgres */
     int depth;              /* --pipeline: queries in flight per connection; 0 = no pipeline */
 } pool_settings_t;
@@ -136,7 +138,7 @@ typedef struct pool {
     size_t in_flight; /* queries sent and not yet answered, over every connection (a gauge) */
 
     timers_t *timers; /* the loop's: connect and query deadlines */
-    uint64_t connect_timeout_ns, query_deadline_ns;
+    uint64_t connect_timeout_ns, query_deadline_ns, query_timeout_ns;
     h2o_timeout_t idle_timeout, acquire_timeout, retry_timeout, defer_timeout;
     h2o_timeout_entry_t retry_entry; /* opens a connection again after a back-off */
     int has_acquire_timeout, has_query_timeout;

@@ -222,9 +222,9 @@ static void pool_metrics(out_t *o)
     family(o, "notes_db_pool_acquire_timeouts_total", "counter",
            "Queries that waited longer than POOL_ACQUIRE_TIMEOUT_MS (503).");
     put(o, "notes_db_pool_acquire_timeouts_total %llu\n", (unsigned long long)acquire_timeouts);
-    family(
-        o, "notes_db_query_timeouts_total", "counter",
-        "Queries that ran past QUERY_TIMEOUT_MS (504): statement_timeout, or the loop's backstop.");
+    family(o, "notes_db_query_timeouts_total", "counter",
+           "Queries answered 504 for QUERY_TIMEOUT_MS: statement_timeout, the --pipeline deadline "
+           "from sending, or the loop's backstop.");
     put(o, "notes_db_query_timeouts_total %llu\n", (unsigned long long)query_timeouts);
 }
 

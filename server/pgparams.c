@@ -4,6 +4,7 @@
  * around the URL's.
  */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,17 +159,17 @@ int pgparams_build(pgparams_t *p, const char *db_url, const pool_settings_t *poo
         p->keywords[n] = "hostaddr", p->values[n++] = p->hostaddr;
     p->keywords[n] = NULL, p->values[n] = NULL;
 
-    /* Pipeline mode for --pipeline, and for --prepared too: the statements are
-     * prepared in the same pipeline as the first query, which saves a new
-     * connection the round trip of a separate PREPARE (the queries' messages
-     * on the wire are the same in both modes). */
+    /* Pipeline mode for --pipeline, and for --prepared too: each statement is
+     * prepared in the same pipeline as its first query on a connection, which
+     * saves the round trip of a separate PREPARE (the queries' messages on the
+     * wire are the same in both modes). */
     p->conn.keywords = p->keywords;
     p->conn.values = p->values;
     p->conn.pipeline = pool->depth > 0 || pool->prepared;
-    if (pool->prepared) {
-        p->conn.prepare = statements;
-        p->conn.nprepare = nstatements;
-    }
+    assert(nstatements <= PGCONN_STATEMENTS_MAX);
+    p->conn.statements = statements;
+    p->conn.nstatements = nstatements;
+    p->conn.prepared = pool->prepared;
     return 0;
 }
 

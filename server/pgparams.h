@@ -25,7 +25,8 @@ typedef struct pgparams {
     char *options;        /* libpq's `options`: the URL's (or PGOPTIONS), then our -c settings */
     char *hostaddr;       /* numeric address per host of the URL, or NULL */
     pgconn_params_t conn; /* what pgconn_start takes: the above, pipeline mode (--pipeline
-                             or --prepared), the statements to prepare (--prepared) */
+                             or --prepared), the statements, and whether they are
+                             prepared (--prepared) */
 } pgparams_t;
 
 /* Parses db_url and builds the parameters for pools with `pool`'s settings

@@ -206,7 +206,6 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
 static int conn_send(pool_conn_t *conn, pool_query_t *q)
 {
     pool_t *pool = conn->pool;
-    const pool_statement_t *st = &pool->statements[q->statement];
     uint64_t now = stats_now_ns();
 
     assert(conn->count < pool->per_conn);
@@ -221,8 +220,7 @@ static int conn_send(pool_conn_t *conn, pool_query_t *q)
     STAT_ADD(pool->in_flight, 1);
     q->state = POOL_QUERY_RUNNING;
     q->conn = conn;
-    int prepared = pool->settings.prepared;
-    if (pgconn_send(conn->pg, prepared ? st->name : st->sql, prepared, st->nparams, q->params) != 0)
+    if (pgconn_send(conn->pg, (unsigned)q->statement, q->params) != 0)
         return -1; /* conn is gone */
     if (conn->count == 1 && pool->has_query_timeout)
         timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
@@ -648,7 +646,7 @@ void pool_query_cancel(pool_t *pool, pool_query_t *q)
 
 int pool_has_live_connection(pool_t *pool)
 {
-    return pool->idle.len + pool->busy.len > 0;
+    return STAT_READ(pool->idle.len) + STAT_READ(pool->busy.len) > 0;
 }
 
 void pool_shutdown(pool_t *pool)

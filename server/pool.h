@@ -170,7 +170,8 @@ NOTESD_MUSTCHECK enum pool_admit pool_query(pool_t *pool, pool_query_t *q);
  * callback follows. Does nothing for a query that is done. */
 void pool_query_cancel(pool_t *pool, pool_query_t *q);
 
-/* 1 if at least one connection is open (idle or busy). */
+/* 1 if at least one connection is open (idle or busy). The one function any
+ * thread may call, for any loop's pool: it reads two list lengths (STAT_READ). */
 int pool_has_live_connection(pool_t *pool);
 
 /* Starts the drain: closes idle connections; running and already waiting

@@ -391,14 +391,16 @@ static void on_ping_done(pool_query_t *q, PGresult *res, enum pool_error err)
         respond_error(r, 503, "database unreachable");
 }
 
-/* /readyz, any method: 200 when the pool can reach the database. With a
- * connection open that is known; otherwise a `select 1` goes through the pool. */
+/* /readyz, any method: 200 when the pools can reach the database. With a
+ * connection open on any loop's pool that is known; otherwise a `select 1`
+ * goes through this loop's pool (loop 0's: the metrics port's). */
 int metrics_readyz(notesd_req_t *r)
 {
-    if (pool_has_live_connection(&this_loop->pool)) {
-        respond(r, 200, CT_JSON, "{\"status\":\"ready\"}", 18);
-        return 0;
-    }
+    for (int l = 0; l < server.nloops; l++)
+        if (pool_has_live_connection(&server.loops[l].pool)) {
+            respond(r, 200, CT_JSON, "{\"status\":\"ready\"}", 18);
+            return 0;
+        }
     struct request_db *db = request_db(r, STMT_PING, on_ping_done);
     if (pool_query(&this_loop->pool, &db->query) != POOL_ADMITTED)
         respond_error(r, 503, "database unreachable");

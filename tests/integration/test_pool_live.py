@@ -429,6 +429,100 @@ class PoolBehaviourTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
 
+class StatementFailureTest(unittest.TestCase):
+    """A statement the database refuses (its table is missing) is a query error
+    in both modes: 500 on a connection that stays, never a connection per
+    request; and /readyz says the database is reachable, since it is."""
+
+    def test_a_missing_table_under_load_keeps_connections_bounded(self):
+        for mode in ((), ("--prepared",), ("--prepared", "--pipeline", "4")):
+            with self.subTest(mode=mode):
+                self.missing_table(mode)
+
+    def missing_table(self, mode):
+        dbname = "poollive_missing" + "".join(a.strip("-")[:4] for a in mode)
+        url = create_database(dbname)
+        admin = db_connect(dbname)
+        with admin.cursor() as cur:
+            cur.execute("alter table notes rename to notes_away")
+        server = Notesd(url, args=mode, env={"POOL_MAX": "4"})
+        statuses, lock = [], threading.Lock()
+
+        def client(first):
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+            for i in range(10):
+                status = request(server.port, "GET", f"/notes/{first + i}", conn=conn)[0]
+                with lock:
+                    statuses.append(status)
+            conn.close()
+        try:
+            clients = [threading.Thread(target=client, args=(1 + 10 * k,)) for k in range(6)]
+            for c in clients:
+                c.start()
+            for c in clients:
+                c.join(60)
+            m = parse(server.metrics())
+            opened = value(m, "notes_db_connections_opened_total")
+            errors = value(m, "notes_db_connection_errors_total")
+            ready = request(server.metrics_port, "GET", "/readyz")
+            figure(f"missing table {mode}: {len(statuses)} requests -> "
+                   f"{sorted(set(statuses))}, {opened:.0f} connects, {errors:.0f} connection "
+                   f"errors; /readyz {ready[0]}")
+            self.assertEqual(statuses, [500] * 60)
+            self.assertLessEqual(opened, 4)
+            self.assertEqual(errors, 0)
+            self.assertEqual(ready[:3:2], (200, b'{"status":"ready"}'))
+            # The table comes back: the same connections prepare it again and answer.
+            with admin.cursor() as cur:
+                cur.execute("alter table notes_away rename to notes")
+            for n in (3, 4, 5, 6, 7, 8):
+                status, _, body = request(server.port, "GET", f"/notes/{n}")
+                self.assertEqual((status, body), (200, expected_note(admin, n)))
+            m = parse(server.metrics())
+            self.assertLessEqual(value(m, "notes_db_connections_opened_total"), 4)
+            self.assertEqual(value(m, "notes_db_connection_errors_total"), 0)
+        finally:
+            code = server.stop()
+            admin.close()
+        self.assertEqual(code, 0, server.output)
+        self.assertIn("database error 42P01", server.output)
+
+
+class ReadyzTest(unittest.TestCase):
+    def test_readyz_counts_a_connection_on_any_loop(self):
+        """Two loops and a role allowed one connection: whichever loop's pool
+        holds it, the database is reachable, and /readyz (served by loop 0) says
+        so; the other loop's pool, refused, is in its back-off."""
+        url = create_database("poollive_readyz")
+        admin = db_connect("poollive_readyz")
+        with admin.cursor() as cur:
+            cur.execute("drop role if exists notesd_one")
+            cur.execute("create role notesd_one login connection limit 1")
+            cur.execute("grant all on all tables in schema public to notesd_one")
+            cur.execute("grant all on all sequences in schema public to notesd_one")
+        one_url = url.replace("postgresql://postgres@", "postgresql://notesd_one@")
+        server = Notesd(one_url, args=("--threads", "2"),
+                        env={"POOL_MAX": "2", "POOL_IDLE_TIMEOUT_MS": "300"})
+        answers = []
+        try:
+            for round_ in range(8):
+                poll(lambda: value(parse(server.metrics()), "notes_db_pool_connections") == 0,
+                     what="the idle connection to close")
+                # New connections land on either loop; both pools try to connect at once.
+                got = [request(server.port, "GET", f"/notes/{n}")[0] for n in range(1, 9)]
+                self.assertIn(200, got)
+                answers.append(request(server.metrics_port, "GET", "/readyz")[0])
+            figure(f"/readyz after each of 8 rounds: {answers}")
+            self.assertEqual(answers, [200] * 8)
+        finally:
+            code = server.stop()
+            with admin.cursor() as cur:
+                cur.execute("select pg_terminate_backend(pid) from pg_stat_activity "
+                            "where usename = 'notesd_one'")
+            admin.close()
+        self.assertEqual(code, 0, server.output)
+
+
 class Reader(threading.Thread):
     """GET /notes/:id on one keep-alive connection until told to stop or closed."""
 

@@ -74,7 +74,8 @@ static void connection_parameters_carry_the_session_settings(void)
     CHECK(after_url);
     CHECK_STR_EQ(param(&p, "sslmode", &after_url), "disable");
     CHECK(!after_url);                /* the URL may ask for TLS */
-    CHECK_INT_EQ(p.conn.nprepare, 0); /* nothing to prepare without --prepared */
+    CHECK_INT_EQ(p.conn.prepared, 0); /* unnamed statements without --prepared */
+    CHECK(p.conn.statements == statements);
     CHECK_INT_EQ(p.conn.pipeline, 0); /* nor pipeline mode without --pipeline */
     CHECK(p.conn.keywords == p.keywords && p.conn.values == p.values);
     pgparams_free(&p);
@@ -105,8 +106,9 @@ static void prepared_and_pipeline_choose_pipeline_mode(void)
     CHECK_INT_EQ(pgparams_build(&p, "postgresql://nobody@127.0.0.1:1/none", &s, statements,
                                 NSTATEMENTS, err, sizeof(err)),
                  0);
-    CHECK_INT_EQ(p.conn.nprepare, NSTATEMENTS);
-    CHECK(p.conn.prepare == statements);
+    CHECK_INT_EQ(p.conn.prepared, 1);
+    CHECK_INT_EQ(p.conn.nstatements, NSTATEMENTS);
+    CHECK(p.conn.statements == statements);
     CHECK_INT_EQ(p.conn.pipeline, 1);
     pgparams_free(&p);
 
@@ -115,7 +117,7 @@ static void prepared_and_pipeline_choose_pipeline_mode(void)
     CHECK_INT_EQ(pgparams_build(&p, "postgresql://nobody@127.0.0.1:1/none", &s, statements,
                                 NSTATEMENTS, err, sizeof(err)),
                  0);
-    CHECK_INT_EQ(p.conn.nprepare, 0);
+    CHECK_INT_EQ(p.conn.prepared, 0);
     CHECK_INT_EQ(p.conn.pipeline, 1);
     pgparams_free(&p);
 }

@@ -46,8 +46,9 @@ static const struct option_row options[] = {
     {"max-body-bytes", "MAX_BODY_BYTES", OPT_INT, FIELD(max_body_bytes), "102400", 1,
      64 * 1024 * 1024, "request bodies larger than this get 413 (express.json's 100kb)"},
     {"max-connections", "MAX_CONNECTIONS", OPT_INT, FIELD(max_connections), NULL, 1, INT_MAX,
-     "most open API connections, shared out among the loops; at the limit new clients wait in "
-     "the kernel's backlog [RLIMIT_NOFILE - POOL_MAX - 10 x THREADS - 24]"},
+     "most open API connections, plain and TLS, all loops together; at the limit new clients "
+     "wait in the kernel's backlog [RLIMIT_NOFILE - 2 x POOL_MAX - 7 x THREADS (8 with TLS) - 31 "
+     "(22 without the metrics port)]"},
     {"metrics-host", "METRICS_HOST", OPT_STRING, FIELD(metrics_host), "0.0.0.0", 0, 0,
      "address the metrics port listens on"},
     {"metrics-port", "METRICS_PORT", OPT_PORT_OR_AUTO, FIELD(metrics_port), "9091", 0, 65535,

@@ -309,19 +309,18 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     put(o, "http_requests_in_flight %lld\n", (long long)in_flight);
     family(o, "notes_http_connections", "gauge", "Open HTTP connections on both ports.");
     put(o, "notes_http_connections %zu\n", connections);
-    size_t max = 0;
+    size_t max = server.api_budget.max;
     uint64_t paused_full = 0, paused_fds = 0;
     for (int l = 0; l < server.nloops; l++) {
-        max += server.loops[l].listen.api_budget.max;
         paused_full += STAT_READ(server.loops[l].stats.accept_paused_full);
         paused_fds += STAT_READ(server.loops[l].stats.accept_paused_fds);
     }
     family(o, "notes_http_connections_max", "gauge",
-           "Most open API connections, plain and TLS (MAX_CONNECTIONS); beyond it clients wait "
-           "in the backlog.");
+           "Most open API connections, plain and TLS, all loops together (MAX_CONNECTIONS); "
+           "beyond it clients wait in the backlog.");
     put(o, "notes_http_connections_max %zu\n", max);
     family(o, "notes_http_accept_paused_total", "counter",
-           "Times a listener stopped accepting: at its connection limit, or out of descriptors.");
+           "Times a listener stopped accepting: at MAX_CONNECTIONS, or out of descriptors.");
     put(o, "notes_http_accept_paused_total{reason=\"max_connections\"} %llu\n",
         (unsigned long long)paused_full);
     put(o, "notes_http_accept_paused_total{reason=\"fd_exhausted\"} %llu\n",

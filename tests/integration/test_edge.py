@@ -97,8 +97,8 @@ class AdmissionTest(unittest.TestCase):
         try:
             m = parse(server.metrics())
             limit = int(value(m, "notes_http_connections_max"))
-            # The default: RLIMIT_NOFILE - POOL_MAX - 10 per loop - 24.
-            self.assertEqual(limit, NOFILE - 2 - 10 - 24)
+            # The default: RLIMIT_NOFILE - 2 per database connection - 7 per loop - 31.
+            self.assertEqual(limit, NOFILE - 2 * 2 - 7 - 31)
             socks = open_connections(server.port, 100)
             poll(lambda: value(parse(server.metrics()), "notes_http_connections") >= limit,
                  what="the API port full")
@@ -123,7 +123,7 @@ class AdmissionTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0, server.output)
 
     def test_tls_connections_count_toward_max_connections(self):
-        """The TLS listener draws on its loop's share of MAX_CONNECTIONS with the
+        """The TLS listener draws on MAX_CONNECTIONS with the
         API one: two plain and two TLS connections fill a limit of 4, a client
         on either port then waits in the backlog, and each close lets one in."""
         tmp = tempfile.mkdtemp(prefix="notesd-tls-")
@@ -164,6 +164,93 @@ class AdmissionTest(unittest.TestCase):
         finally:
             close_all(socks)
             shutil.rmtree(tmp, ignore_errors=True)
+            self.assertEqual(server.stop(), 0, server.output)
+
+    def test_with_a_large_pool_every_client_is_served_and_the_pool_never_starves(self):
+        """prlimit --nofile=200, POOL_MAX=60 (120 descriptors when full), and a
+        hundred clients whose queries all wait on a locked table, so the pool
+        grows as far as the admitted clients need: the default MAX_CONNECTIONS
+        leaves room for both, so nobody meets EMFILE, neither accept nor the
+        pool, and every client is answered, from the backlog if need be."""
+        server = Notesd(self.db_url, env={"POOL_MAX": "60"},
+                        wrapper=("prlimit", "--nofile=200:200"))
+        locker = db_connect("edge_admission")
+        locker.autocommit = False
+        statuses, lock = [], threading.Lock()
+
+        def client(n):
+            try:
+                with socket.create_connection(("127.0.0.1", server.port), timeout=30) as c:
+                    c.sendall(b"GET /notes/%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                              % n)
+                    data = b""
+                    while True:
+                        chunk = c.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                status = int(data.split(b" ", 2)[1]) if data else "no answer"
+            except OSError as e:
+                status = type(e).__name__
+            with lock:
+                statuses.append(status)
+        try:
+            limit = int(value(parse(server.metrics()), "notes_http_connections_max"))
+            self.assertEqual(limit, 200 - 2 * 60 - 7 - 31)
+            locker.cursor().execute("lock table notes in access exclusive mode")
+            clients = [threading.Thread(target=client, args=(n,)) for n in range(1, 101)]
+            for c in clients:
+                c.start()
+            poll(lambda: value(parse(server.metrics()), "notes_http_connections") >= limit,
+                 what="the API port full")
+            time.sleep(0.5)
+            m = parse(server.metrics())
+            held = (value(m, "notes_db_pool_connections"), proc_stat(server.proc.pid)[2])
+            locker.rollback()
+            for c in clients:
+                c.join(60)
+            m = parse(server.metrics())
+            figure(f"nofile 200, POOL_MAX 60: MAX_CONNECTIONS {limit}; with the table locked "
+                   f"{held[0]:.0f} database connections and {held[1]} descriptors; "
+                   f"answers {sorted(set(map(str, statuses)))}, "
+                   f"{value(m, 'notes_db_connection_errors_total'):.0f} connection errors")
+            self.assertEqual(statuses, [200] * 100)
+            self.assertEqual(value(m, "notes_db_connection_errors_total"), 0)
+            self.assertEqual(value(m, "notes_db_pool_rejected_total"), 0)
+            self.assertEqual(value(m, "notes_http_accept_paused_total", reason="fd_exhausted"), 0)
+        finally:
+            locker.close()
+            self.assertEqual(server.stop(), 0, server.output)
+
+    def test_max_connections_is_one_limit_for_every_loop(self):
+        """Two loops, MAX_CONNECTIONS=30: the kernel hashes clients onto the two
+        listening sockets unevenly, yet all 30 are admitted at once (a share of
+        15 per loop would leave some waiting), and the 31st waits whichever loop
+        it lands on, until a connection on either loop closes."""
+        server = Notesd(self.db_url, env={"POOL_MAX": "2", "THREADS": "2",
+                                          "MAX_CONNECTIONS": "30"})
+        socks = []
+        try:
+            self.assertEqual(value(parse(server.metrics()), "notes_http_connections_max"), 30)
+            for round_ in range(2):
+                socks = open_connections(server.port, 30)
+                for s in socks:
+                    s.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+                late = [s for s in socks if not (answer_within(s, 5) or b"").startswith(
+                    b"HTTP/1.1 200 ")]
+                self.assertEqual(len(late), 0, f"round {round_}: {len(late)} of 30 not admitted")
+                last = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+                last.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+                self.assertIsNone(answer_within(last, 0.5))
+                socks.pop(0).close()
+                self.assertTrue(answer_within(last, 10).startswith(b"HTTP/1.1 200 "))
+                socks.append(last)
+                close_all(socks)
+                poll(lambda: value(parse(server.metrics()), "notes_http_connections") <= 1,
+                     what="every connection closed")
+            figure("--threads 2, MAX_CONNECTIONS=30: 30 admitted at once twice, the 31st waited")
+        finally:
+            close_all(socks)
             self.assertEqual(server.stop(), 0, server.output)
 
     def test_out_of_descriptors_accepting_pauses_instead_of_spinning(self):

@@ -16,7 +16,8 @@ static notesd_config_t loaded;
 
 /* OPT_PORT_OR_AUTO: an integer port where 0 means "no such listener" (the
  * metrics and TLS ports), so a free port the kernel picks is spelled "auto". */
-enum opt_type { OPT_STRING, OPT_INT, OPT_BOOL, OPT_LOG_LEVEL, OPT_PORT_OR_AUTO };
+/* OPT_CHOICE: one of the words of `choices` ("a|b"), stored as its index. */
+enum opt_type { OPT_STRING, OPT_INT, OPT_BOOL, OPT_LOG_LEVEL, OPT_PORT_OR_AUTO, OPT_CHOICE };
 
 struct option_row {
     const char *flag; /* without the leading "--" */
@@ -26,6 +27,7 @@ struct option_row {
     const char *def; /* default, as text; NULL = unset */
     long min, max;   /* bounds for OPT_INT */
     const char *help;
+    const char *choices; /* OPT_CHOICE's words, in the order of their values */
 };
 
 #define FIELD(f) offsetof(notesd_config_t, f)
@@ -38,6 +40,10 @@ static const struct option_row options[] = {
      "libpq connection URI of the notes database"},
     {"h2c", "H2C", OPT_BOOL, FIELD(h2c), "0", 0, 0,
      "also speak HTTP/2 over cleartext on the API port (prior knowledge or Upgrade: h2c)"},
+    {"half-close", "HALF_CLOSE", OPT_CHOICE, FIELD(half_close), "abort", 0, 0,
+     "a client that shut down its sending side before an answer that waited: abort (as Node: "
+     "no answer) or answer it",
+     "abort|answer"},
     {"host", "HOST", OPT_STRING, FIELD(host), "0.0.0.0", 0, 0, "address the API listens on"},
     {"lag-interval-ms", "LAG_INTERVAL_MS", OPT_INT, FIELD(lag_interval_ms), "100", 1, 60000,
      "period of the event-loop lag probe"},
@@ -143,6 +149,24 @@ static void set_option(const struct option_row *row, const char *value, const ch
             die_usage("%s: '%s' is not one of error, warn, info, debug", source, value);
         *(int *)field = level;
         break;
+    }
+    case OPT_CHOICE: {
+        int index = 0;
+        size_t len = strlen(value);
+        for (const char *c = row->choices;; index++) {
+            const char *end = strchr(c, '|');
+            size_t clen = end != NULL ? (size_t)(end - c) : strlen(c);
+            if (clen == len && strncmp(c, value, len) == 0) {
+                *(int *)field = index;
+                return;
+            }
+            if (end == NULL)
+                break;
+            c = end + 1;
+        }
+        fprintf(stderr, "notesd: %s: '%s' is not one of %s (see --help)\n", source, value,
+                row->choices);
+        exit(2);
     }
     }
 }

@@ -332,10 +332,12 @@ int main(int argc, char **argv)
     configure_loops(max_connections);
     /* The settings of every request: the process's, read-only from here on. */
     static request_settings_t request_settings;
-    request_settings = (request_settings_t){.server_timing = cfg->server_timing,
-                                            .primes_max = cfg->primes_max,
-                                            .max_body_bytes = (size_t)cfg->max_body_bytes,
-                                            .static_dir = cfg->static_dir};
+    request_settings =
+        (request_settings_t){.server_timing = cfg->server_timing,
+                             .answer_half_closed = cfg->half_close == CONFIG_HALF_CLOSE_ANSWER,
+                             .primes_max = cfg->primes_max,
+                             .max_body_bytes = (size_t)cfg->max_body_bytes,
+                             .static_dir = cfg->static_dir};
     http_configure(cfg, &request_settings);
     if (http_tls_configure(cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "notesd: %s\n", err);

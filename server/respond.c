@@ -126,6 +126,7 @@ void respond_start(notesd_req_t *r, int status, const char *content_type, size_t
 {
     h2o_req_t *req = r->req;
 
+    r->started = 1;
     req->res.status = status;
     req->res.reason = reason_of(status);
     if (status == 205) {

@@ -274,7 +274,8 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     uint64_t accepted = 0, stalls = 0, stall_ns = 0;
 
     family(o, "http_requests_total", "counter",
-           "Requests answered, by method, route template and status (0: client left first).");
+           "Requests answered, by method, route template and status (0: no answer was sent, "
+           "the client gone first or /fault's reset).");
     for (size_t i = 0; i < nseries; i++) {
         http_series_t *s = &series[i];
         put(o, "http_requests_total{method=\"%s\",path=\"%s\",status_code=\"",
@@ -328,6 +329,19 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     family(o, "notes_http_connections_accepted_total", "counter",
            "Connections accepted on the API ports (plain and TLS), every protocol.");
     put(o, "notes_http_connections_accepted_total %llu\n", (unsigned long long)accepted);
+    uint64_t gone[STATS_GONE_REASONS] = {0};
+    for (int l = 0; l < server.nloops; l++)
+        for (size_t i = 0; i < STATS_GONE_REASONS; i++)
+            gone[i] += STAT_READ(server.loops[l].stats.clients_gone[i]);
+    family(o, "notes_http_clients_gone_total", "counter",
+           "Requests whose client was found gone before its answer was complete, by how: "
+           "half_closed (FIN, HALF_CLOSE=abort), reset (RST), aborted (h2o ended the "
+           "connection or stream first).");
+    /* In the order of enum request_gone (request.h), after REQUEST_PRESENT. */
+    static const char *const gone_reasons[STATS_GONE_REASONS] = {"half_closed", "reset", "aborted"};
+    for (size_t i = 0; i < STATS_GONE_REASONS; i++)
+        put(o, "notes_http_clients_gone_total{reason=\"%s\"} %llu\n", gone_reasons[i],
+            (unsigned long long)gone[i]);
     family(o, "notes_stalls_total", "counter", "Pauses of an event loop made by GET /stall.");
     put(o, "notes_stalls_total %llu\n", (unsigned long long)stalls);
     family(o, "notes_stall_seconds_total", "counter",

@@ -55,6 +55,7 @@ uint64_t stats_now_ns(void);
 #define STATS_HTTP_SERIES_MAX 256
 #define STATS_OTHER UINT8_MAX   /* route or method index of the overflow series */
 #define STATS_STATUS_OTHER (-1) /* status of a series that stands for several */
+#define STATS_GONE_REASONS 3    /* ways a client is found gone (request.h's enum request_gone) */
 
 typedef struct http_series {
     uint8_t route, method; /* indices the layers above name; STATS_OTHER: "other" */
@@ -74,6 +75,8 @@ typedef struct stats_loop {
     uint64_t accept_paused_full; /* times a listener stopped at its connection limit */
     uint64_t accept_paused_fds;  /* times accept failed for want of descriptors (EMFILE...) */
     uint64_t stalls, stall_ns;   /* /stall's pauses of this loop, and their total length */
+    uint64_t clients_gone[STATS_GONE_REASONS]; /* requests whose client was found gone, by
+                                                  how (named above: request.h) */
 } stats_loop_t;
 
 void stats_loop_init(stats_loop_t *m);

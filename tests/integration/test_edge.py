@@ -16,6 +16,7 @@ import unittest
 
 from notes_testlib import (SANITIZED, Notesd, create_database, db_connect, main, poll, proc_stat,
                            request)
+from test_edges import body_of
 from test_fixture import make_certificate
 from test_metrics import parse, value
 
@@ -415,6 +416,147 @@ class ClientGoneTest(unittest.TestCase):
         self.assertEqual(self.count("PUT", "/notes/:id", "200"), 0)
         # The connection is gone, the server is not.
         self.assertEqual(request(self.server.port, "GET", "/status")[0], 200)
+
+
+def half_closed_exchange(port, data, linger=None, in_flight=None, timeout=10):
+    """Sends `data`, shuts down the sending side (as `nc -N` does), and reads
+    until the server closes; returns what was read. With `linger` set to "close"
+    or "reset", the socket is then closed (FIN already sent: the answer is reset
+    by the kernel when it comes) or reset, once in_flight() says the request is
+    being handled, and nothing is read."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    if linger is not None:
+        poll(in_flight, what="the request in flight")
+    if linger == "close":
+        s.close()
+        return b""
+    if linger == "reset":
+        reset(s)
+        return b""
+    out = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+    except ConnectionResetError:
+        pass
+    s.close()
+    return out
+
+
+def answers(data):
+    return data.count(b"HTTP/1.1 ")
+
+
+NOTE_BODY = b'{"title":"t","body":"b","tag":"half"}'
+
+# Every route that answers after a wait, each sent alone and then half-closed;
+# the last one is three requests pipelined before the FIN.
+WAITING = [
+    ("GET /notes/1", b"GET /notes/1 HTTP/1.1\r\nHost: x\r\n\r\n", 1),
+    ("GET /notes?tag=ts", b"GET /notes?tag=ts HTTP/1.1\r\nHost: x\r\n\r\n", 1),
+    ("POST /notes", b"POST /notes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+     b"Content-Length: %d\r\n\r\n%s" % (len(NOTE_BODY), NOTE_BODY), 1),
+    ("PUT /notes/7", b"PUT /notes/7 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+     b"Content-Length: %d\r\n\r\n%s" % (len(NOTE_BODY), NOTE_BODY), 1),
+    ("GET /delay/50", b"GET /delay/50 HTTP/1.1\r\nHost: x\r\n\r\n", 1),
+    ("GET /fault/503?delay_ms=50", b"GET /fault/503?delay_ms=50 HTTP/1.1\r\nHost: x\r\n\r\n", 1),
+    ("3 pipelined GET /notes/:id",
+     b"".join(b"GET /notes/%d HTTP/1.1\r\nHost: x\r\n\r\n" % n for n in (1, 2, 3)), 3),
+    ("3 pipelined, /json first", b"GET /json HTTP/1.1\r\nHost: x\r\n\r\n"
+     b"GET /delay/30 HTTP/1.1\r\nHost: x\r\n\r\nGET /notes/4 HTTP/1.1\r\nHost: x\r\n\r\n", 3),
+]
+DRIP = b"GET /drip?bytes=5&duration_ms=200 HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+class HalfCloseTest(unittest.TestCase):
+    """A client that sends its requests and then shuts down its sending side
+    (`nc -N`, socat, some scripts and proxies), under both HALF_CLOSE policies.
+    abort, the default, answers as the Express reference on Node does (its HTTP
+    server ends a half-closed connection): what is answered at once is answered,
+    what waits is not. answer answers everything, and still finds a client that
+    is really gone: one that reset, or closed so that its answer was reset."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.db_url = create_database("edge_half_close")
+
+    def gone(self, server):
+        m = parse(server.metrics())
+        return {r: value(m, "notes_http_clients_gone_total", reason=r)
+                for r in ("half_closed", "reset", "aborted")}
+
+    def test_abort_answers_nothing_that_waited(self):
+        server = Notesd(self.db_url, env={"POOL_MAX": "2"})
+        try:
+            # At once: answered (Express's /json is too).
+            self.assertEqual(answers(half_closed_exchange(
+                server.port, b"GET /json HTTP/1.1\r\nHost: x\r\n\r\n")), 1)
+            before = self.gone(server)
+            got = {}
+            for name, data, _ in WAITING:
+                got[name] = answers(half_closed_exchange(server.port, data))
+            out = half_closed_exchange(server.port, DRIP)
+            after = self.gone(server)
+            figure(f"HALF_CLOSE=abort: answers {got}; /drip sent {len(body_of(out))} of 5 bytes; "
+                   f"gone {after}")
+            expected = {name: 0 for name, _, _ in WAITING}
+            expected["3 pipelined, /json first"] = 1  # the /json, answered before the wait
+            self.assertEqual(got, expected)
+            # The drip's headers and first byte leave at once; at the next chunk it is gone.
+            self.assertTrue(out.startswith(b"HTTP/1.1 200 "), out)
+            self.assertLess(len(body_of(out)), 5)
+            # One per request that waited (the pipelined ones behind it never ran), and the drip.
+            self.assertEqual(after["half_closed"] - before["half_closed"], len(WAITING) + 1)
+            self.assertEqual(after["reset"], before["reset"])
+            m = parse(server.metrics())
+            self.assertGreaterEqual(value(m, "http_requests_total", method="GET",
+                                          path="/delay/:ms", status_code="0"), 1)
+            self.assertEqual(value(m, "http_requests_total", method="GET", path="/delay/:ms",
+                                   status_code="200"), 0)
+        finally:
+            self.assertEqual(server.stop(), 0, server.output)
+
+    def test_answer_answers_everything_and_still_finds_who_is_gone(self):
+        server = Notesd(self.db_url, env={"POOL_MAX": "2", "HALF_CLOSE": "answer"})
+        try:
+            before = self.gone(server)
+            got = {}
+            for name, data, n in WAITING:
+                out = half_closed_exchange(server.port, data)
+                got[name] = answers(out)
+                self.assertEqual(out.count(b"HTTP/1.1 5"), 1 if "fault" in name else 0, out)
+            out = half_closed_exchange(server.port, DRIP)
+            self.assertEqual(self.gone(server), before)
+            figure(f"HALF_CLOSE=answer: answers {got}; /drip sent {len(body_of(out))} of 5 bytes")
+            self.assertEqual(got, {name: n for name, _, n in WAITING})
+            self.assertEqual(body_of(out), bytes(range(5)))
+            m = parse(server.metrics())
+            self.assertEqual(value(m, "http_requests_total", method="GET", path="/delay/:ms",
+                                   status_code="0"), 0)
+            # Really gone: a reset while it waits, and a close whose answer the kernel resets.
+            for linger in ("reset", "close"):
+                with self.subTest(linger=linger):
+                    zero = value(parse(server.metrics()), "http_requests_total", method="GET",
+                                 path="/delay/:ms", status_code="0")
+                    half_closed_exchange(
+                        server.port, b"GET /delay/300 HTTP/1.1\r\nHost: x\r\n\r\n",
+                        linger=linger, in_flight=lambda: value(
+                            parse(server.metrics()), "http_requests_in_flight") == 1)
+                    poll(lambda: value(parse(server.metrics()), "http_requests_total",
+                                       method="GET", path="/delay/:ms",
+                                       status_code="0") == zero + 1,
+                         what=f"the {linger} client recorded with status 0")
+            after = self.gone(server)
+            figure(f"HALF_CLOSE=answer: gone {after}")
+            self.assertEqual(after["reset"] - before["reset"], 2)
+            self.assertEqual(after["half_closed"], before["half_closed"])
+        finally:
+            self.assertEqual(server.stop(), 0, server.output)
 
 
 class PrimesLimitTest(unittest.TestCase):

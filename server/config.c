@@ -50,7 +50,9 @@ static const struct option_row options[] = {
     {"log-level", "LOG_LEVEL", OPT_LOG_LEVEL, FIELD(log_level), "info", 0, 0,
      "error, warn, info or debug"},
     {"max-body-bytes", "MAX_BODY_BYTES", OPT_INT, FIELD(max_body_bytes), "102400", 1,
-     64 * 1024 * 1024, "request bodies larger than this get 413 (express.json's 100kb)"},
+     64 * 1024 * 1024,
+     "request bodies larger than this get 413 (express.json's 100kb), held while they are read: "
+     "on the wire and inflated"},
     {"max-connections", "MAX_CONNECTIONS", OPT_INT, FIELD(max_connections), NULL, 1, INT_MAX,
      "most open API connections, plain and TLS, all loops together; at the limit new clients "
      "wait in the kernel's backlog [RLIMIT_NOFILE - 2 x POOL_MAX - 7 x THREADS (8 with TLS) - 31 "

@@ -96,9 +96,9 @@ static void connection_parameters_carry_the_session_settings(void)
     pgparams_free(&p);
 }
 
-/* With --prepared, each new connection prepares the statements, in pipeline
- * mode so that the first query follows the prepares without a round trip;
- * --pipeline alone prepares nothing. */
+/* With --prepared, a connection prepares each statement on its first use, in
+ * pipeline mode so that the prepare and the query leave together, without a
+ * round trip of its own; --pipeline alone prepares nothing. */
 static void prepared_and_pipeline_choose_pipeline_mode(void)
 {
     pgparams_t p;

@@ -19,6 +19,7 @@ Every figure is printed ("figure: ..."); docs/decisions.md quotes them.
 import json
 import os
 import re
+import select
 import shutil
 import socket
 import struct
@@ -127,6 +128,35 @@ def h2c_connection(port):
     c.initiate_connection()
     s.sendall(c.data_to_send())
     return s, c
+
+
+def peak_rss_reset(pid):
+    """Starts measuring the peak RSS of `pid` from now (Linux: 5 into clear_refs resets
+    VmHWM, as root); returns False where that is not allowed."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss(pid):
+    """VmHWM, the highest RSS of `pid` since the last peak_rss_reset, in bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def bytes_read(pid):
+    """rchar of /proc/PID/io: every byte `pid` has read, sockets included."""
+    with open(f"/proc/{pid}/io") as f:
+        for line in f:
+            if line.startswith("rchar:"):
+                return int(line.split()[1])
+    return 0
 
 
 def metric_sum(text, name, label=""):
@@ -302,41 +332,53 @@ class AbuseTest(unittest.TestCase):
             t.join(30)
         time.sleep(0.3)
         self.pinned_rss = proc_stat(self.pid)[1]   # with every connection still held
-        answers = []
-        for sock in socks:
-            out = b""
-            sock.settimeout(0.2)
-            try:
-                while True:
+        # Every answer, read as it comes, until each connection ends or 10 s pass (a
+        # server that buffers the bodies never answers: it waits for the last byte).
+        answers = {sock: b"" for sock in socks}
+        open_ = set(socks)
+        deadline = time.monotonic() + 10
+        while open_ and time.monotonic() < deadline:
+            for sock in select.select(list(open_), [], [], 0.1)[0]:
+                try:
                     chunk = sock.recv(65536)
-                    if not chunk:
-                        break
-                    out += chunk
-            except OSError:       # still waiting for the rest of the body; or reset
-                pass
-            answers.append(out)
+                except OSError:   # reset after the answer: the body it did not read
+                    chunk = b""
+                answers[sock] += chunk
+                if not chunk:
+                    open_.discard(sock)
+        for sock in socks:
             sock.close()
-        self.answers = answers
+        self.answers = list(answers.values())
         return connections
 
     def test_huge_declared_bodies_over_http1(self):
         """200 connections, each declaring 1,000,000 bytes (ten times MAX_BODY_BYTES) and
         sending 999,999 of them: refused from the head, each with notesd's 413; the
-        server reads (and holds) next to nothing of the bodies."""
+        server reads what came with the head (what the kernel had buffered) and holds
+        none of it: its peak RSS stays near idle."""
         limit = 102400
         rss0 = proc_stat(self.pid)[1]
+        peak = peak_rss_reset(self.pid)
+        read0 = bytes_read(self.pid)
         fig = self.measure("huge declared bodies, 200 HTTP/1 connections", 200,
                            lambda: self.huge_http1_bodies(200, 1000000, 999999))
-        pinned = (self.pinned_rss - rss0) / 2**20
+        read = (bytes_read(self.pid) - read0) / 200
+        # the highest RSS during the abuse, where it can be measured; else the RSS
+        # with every connection still held
+        pinned = ((peak_rss(self.pid) if peak else self.pinned_rss) - rss0) / 2**20
         refused = sum(a.startswith(b"HTTP/1.1 413 ") and a.endswith(
             b'{"error":"request body larger than %d bytes"}' % limit) for a in self.answers)
         counted = (metric_sum(fig["metrics_after"], "http_requests_total", 'path="/notes",status_code="413"')
                    - metric_sum(fig["metrics_before"], "http_requests_total", 'path="/notes",status_code="413"'))
         print(f"  figure: huge declared bodies: {refused} of 200 refused with notesd's 413, {counted:.0f} "
-              f"counted; RSS while all were held: +{pinned:.1f} MiB", flush=True)
+              f"counted; {read / 1000:.0f} kB read per connection; peak RSS +{pinned:.1f} MiB",
+              flush=True)
         self.assertEqual(refused, 200)
         self.assertEqual(counted, 200)
-        self.assertLess(pinned, 16)
+        # Under the sanitizers the figure is their allocator's: it keeps what is freed
+        # resident (its quarantine), here every read buffer of every connection.
+        if not SANITIZED:
+            self.assertLess(pinned, 16)
         self.assertLess(fig["cpu_us_per_unit"], 4000 * SLOW)      # measured 1.6 ms; 6 ms buffering
 
     def huge_h2_bodies(self, connections, streams, per_stream):
@@ -412,14 +454,18 @@ class AbuseTest(unittest.TestCase):
         is complete, so notesd cannot answer 413; it resets each stream
         (REFUSED_STREAM) once its body passes MAX_BODY_BYTES, having held no more."""
         rss0 = proc_stat(self.pid)[1]
+        peak = peak_rss_reset(self.pid)
         fig = self.measure("huge declared bodies, 100 HTTP/2 streams", 100,
                            lambda: self.huge_h2_bodies(10, 10, 1000000))
         codes, most = self.h2_result
-        pinned = (self.pinned_rss - rss0) / 2**20
+        pinned = ((peak_rss(self.pid) if peak else self.pinned_rss) - rss0) / 2**20
         print(f"  figure: huge HTTP/2 bodies: streams by reset code {codes}; most sent on one stream "
-              f"{most} bytes; RSS with every connection open: +{pinned:.1f} MiB", flush=True)
+              f"{most} bytes; peak RSS +{pinned:.1f} MiB", flush=True)
         self.assertEqual(codes, {7: 100})      # REFUSED_STREAM, every one
-        self.assertLess(pinned, 32)
+        # at most 100 KiB a stream, in buffers that grow by doubling (under the
+        # sanitizers, their quarantine keeps what is freed resident: not asserted)
+        if not SANITIZED:
+            self.assertLess(pinned, 32)
         self.assertLess(fig["cpu_us_per_unit"], 5000 * SLOW)      # measured 1.4 ms; 7.7 ms buffering
 
     def test_many_half_closed_clients(self):

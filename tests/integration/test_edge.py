@@ -492,6 +492,8 @@ class HalfCloseTest(unittest.TestCase):
 
     def test_abort_answers_nothing_that_waited(self):
         server = Notesd(self.db_url, env={"POOL_MAX": "2"})
+        locker = db_connect("edge_half_close")
+        locker.autocommit = False
         try:
             # At once: answered (Express's /json is too).
             self.assertEqual(answers(half_closed_exchange(
@@ -499,7 +501,13 @@ class HalfCloseTest(unittest.TestCase):
             before = self.gone(server)
             got = {}
             for name, data, _ in WAITING:
+                # The table stays locked a moment, so that no query can answer before
+                # the FIN is in, however the client's two system calls are scheduled.
+                locker.cursor().execute("lock table notes in access exclusive mode")
+                release = threading.Timer(0.2, locker.rollback)
+                release.start()
                 got[name] = answers(half_closed_exchange(server.port, data))
+                release.join()
             out = half_closed_exchange(server.port, DRIP)
             after = self.gone(server)
             figure(f"HALF_CLOSE=abort: answers {got}; /drip sent {len(body_of(out))} of 5 bytes; "
@@ -519,6 +527,7 @@ class HalfCloseTest(unittest.TestCase):
             self.assertEqual(value(m, "http_requests_total", method="GET", path="/delay/:ms",
                                    status_code="200"), 0)
         finally:
+            locker.close()
             self.assertEqual(server.stop(), 0, server.output)
 
     def test_answer_answers_everything_and_still_finds_who_is_gone(self):

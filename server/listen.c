@@ -56,13 +56,18 @@ static uint64_t loop_bit(const listeners_t *set)
     return UINT64_C(1) << set->index;
 }
 
-/* Takes a place for one connection; 0 when the budget is spent. */
+/* Takes a place for one connection; 0 when the budget is spent. A compare and
+ * swap, so the count never goes past max even for a moment: a loop that looked
+ * while another's take was being undone would wait for a place that is free. */
 static int budget_take(conn_budget_t *b)
 {
-    if (__atomic_add_fetch(&b->open, 1, __ATOMIC_SEQ_CST) <= b->max)
-        return 1;
-    __atomic_sub_fetch(&b->open, 1, __ATOMIC_SEQ_CST);
-    return 0;
+    size_t open = __atomic_load_n(&b->open, __ATOMIC_SEQ_CST);
+    do {
+        if (open >= b->max)
+            return 0;
+    } while (!__atomic_compare_exchange_n(&b->open, &open, open + 1, 0, __ATOMIC_SEQ_CST,
+                                          __ATOMIC_SEQ_CST));
+    return 1;
 }
 
 /* The loop's listeners on `b` read again: a place may be free. */
@@ -84,9 +89,10 @@ static void budget_wait(listeners_t *set, conn_budget_t *b)
         budget_resume(set, b);
 }
 
-/* Gives a place back (on the loop whose connection closed) and wakes every
- * loop waiting for one: this one directly, the others through their eventfd.
- * Each takes what it can; the others wait again. */
+/* Gives a place back (on the loop whose connection closed, or whose accept
+ * found no client after all) and wakes every loop waiting for one: this one
+ * directly, the others through their eventfd. Each takes what it can; the
+ * others wait again. */
 static void budget_give(listeners_t *set, conn_budget_t *b)
 {
     __atomic_sub_fetch(&b->open, 1, __ATOMIC_SEQ_CST);
@@ -145,7 +151,7 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     /* Accept everything that is waiting, so a burst costs one wake-up, up to the limit. */
     while (budget_take(budget)) {
         if ((sock = h2o_evloop_socket_accept(listener)) == NULL) {
-            __atomic_sub_fetch(&budget->open, 1, __ATOMIC_SEQ_CST); /* not taken after all */
+            budget_give(set, budget); /* not taken after all */
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 /* The listener stays readable, and epoll is level-triggered: retrying
                  * now would spin. The clients wait in the backlog meanwhile. */

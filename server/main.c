@@ -6,15 +6,16 @@
  * turned into what each module is given: pool_settings_t per loop, the
  * request_settings_t of the handlers, the connection parameters (pgparams),
  * every loop's share of POOL_MAX (loop_share) and the one MAX_CONNECTIONS
- * budget of every loop (in configure_loops). Below main, only http.c reads the configuration, as an
- * argument (h2o's set-up, TLS, the listening addresses).
+ * budget of every loop (in configure_loops). Below main, only http.c reads
+ * the configuration, as an argument (h2o's set-up, TLS, the listening
+ * addresses).
  *
  * Order: settings, then every loop's memory (loops_init), the connection
- * parameters (which check DB_URL and resolve its hosts), the descriptor limit
- * and MAX_CONNECTIONS derived from it, each loop's pool and the connection budget, then h2o
- * configuration and the listening sockets, then one thread per extra loop,
- * then loop 0 on this thread with the metrics port and the signals, then one
- * line saying where we listen.
+ * parameters (which check DB_URL and look up its hosts and user), the
+ * descriptor limit and MAX_CONNECTIONS derived from it, each loop's pool and
+ * the connection budget, then h2o configuration and the listening sockets,
+ * then one thread per extra loop, then loop 0 on this thread with the metrics
+ * port and the signals, then one line saying where we listen.
  *
  * SIGTERM or SIGINT: every loop stops accepting, lets its in-flight requests
  * (and their queued queries) finish for up to SHUTDOWN_TIMEOUT_MS, closes its

@@ -452,8 +452,8 @@ static void on_query_timeout(timer_entry_t *entry)
     pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, query_deadline, entry);
     /* The server did not answer even its own statement_timeout. libpq 15 has
      * no non-blocking cancel: the connection is replaced, never half-read.
-     * (In pipeline mode the oldest query may have had its 504 already.) */
-    if (conn->slots[conn->head].query != NULL)
+     * (In pipeline mode the oldest query may have been counted by its deadline.) */
+    if (!conn->slots[conn->head].timed_out)
         STAT_ADD(conn->pool->stats.query_timeouts, 1);
     conn_discard(conn, POOL_ERR_QUERY_TIMEOUT, "query deadline passed");
 }

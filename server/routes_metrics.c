@@ -223,8 +223,8 @@ static void pool_metrics(out_t *o)
            "Queries that waited longer than POOL_ACQUIRE_TIMEOUT_MS (503).");
     put(o, "notes_db_pool_acquire_timeouts_total %llu\n", (unsigned long long)acquire_timeouts);
     family(o, "notes_db_query_timeouts_total", "counter",
-           "Queries answered 504 for QUERY_TIMEOUT_MS: statement_timeout, the --pipeline deadline "
-           "from sending, or the loop's backstop.");
+           "Queries that ran past QUERY_TIMEOUT_MS (504), each once: statement_timeout, the "
+           "--pipeline deadline from sending, or the loop's backstop.");
     put(o, "notes_db_query_timeouts_total %llu\n", (unsigned long long)query_timeouts);
 }
 

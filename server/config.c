@@ -16,7 +16,8 @@ static notesd_config_t loaded;
 
 /* OPT_PORT_OR_AUTO: an integer port where 0 means "no such listener" (the
  * metrics and TLS ports), so a free port the kernel picks is spelled "auto". */
-enum opt_type { OPT_STRING, OPT_INT, OPT_BOOL, OPT_LOG_LEVEL, OPT_PORT_OR_AUTO };
+/* OPT_CHOICE: one of the words of `choices` ("a|b"), stored as its index. */
+enum opt_type { OPT_STRING, OPT_INT, OPT_BOOL, OPT_LOG_LEVEL, OPT_PORT_OR_AUTO, OPT_CHOICE };
 
 struct option_row {
     const char *flag; /* without the leading "--" */
@@ -26,6 +27,7 @@ struct option_row {
     const char *def; /* default, as text; NULL = unset */
     long min, max;   /* bounds for OPT_INT */
     const char *help;
+    const char *choices; /* OPT_CHOICE's words, in the order of their values */
 };
 
 #define FIELD(f) offsetof(notesd_config_t, f)
@@ -38,16 +40,23 @@ static const struct option_row options[] = {
      "libpq connection URI of the notes database"},
     {"h2c", "H2C", OPT_BOOL, FIELD(h2c), "0", 0, 0,
      "also speak HTTP/2 over cleartext on the API port (prior knowledge or Upgrade: h2c)"},
+    {"half-close", "HALF_CLOSE", OPT_CHOICE, FIELD(half_close), "abort", 0, 0,
+     "a client that shut down its sending side before an answer that waited: abort (as Node: "
+     "no answer) or answer it",
+     "abort|answer"},
     {"host", "HOST", OPT_STRING, FIELD(host), "0.0.0.0", 0, 0, "address the API listens on"},
     {"lag-interval-ms", "LAG_INTERVAL_MS", OPT_INT, FIELD(lag_interval_ms), "100", 1, 60000,
      "period of the event-loop lag probe"},
     {"log-level", "LOG_LEVEL", OPT_LOG_LEVEL, FIELD(log_level), "info", 0, 0,
      "error, warn, info or debug"},
     {"max-body-bytes", "MAX_BODY_BYTES", OPT_INT, FIELD(max_body_bytes), "102400", 1,
-     64 * 1024 * 1024, "request bodies larger than this get 413 (express.json's 100kb)"},
+     64 * 1024 * 1024,
+     "request bodies larger than this get 413 (express.json's 100kb), held while they are read: "
+     "on the wire and inflated"},
     {"max-connections", "MAX_CONNECTIONS", OPT_INT, FIELD(max_connections), NULL, 1, INT_MAX,
-     "most open API connections, shared out among the loops; at the limit new clients wait in "
-     "the kernel's backlog [RLIMIT_NOFILE - POOL_MAX - 10 x THREADS - 24]"},
+     "most open API connections, plain and TLS, all loops together; at the limit new clients "
+     "wait in the kernel's backlog [RLIMIT_NOFILE - 2 x POOL_MAX - 7 x THREADS (8 with TLS) - 31 "
+     "(22 without the metrics port)]"},
     {"metrics-host", "METRICS_HOST", OPT_STRING, FIELD(metrics_host), "0.0.0.0", 0, 0,
      "address the metrics port listens on"},
     {"metrics-port", "METRICS_PORT", OPT_PORT_OR_AUTO, FIELD(metrics_port), "9091", 0, 65535,
@@ -71,7 +80,8 @@ static const struct option_row options[] = {
     {"primes-max", "PRIMES_MAX", OPT_INT, FIELD(primes_max), "1000000", 2, INT_MAX,
      "largest ?below= that /primes accepts (1000000 holds the loop ~0.13 s)"},
     {"query-timeout-ms", "QUERY_TIMEOUT_MS", OPT_INT, FIELD(query_timeout_ms), "30000", 0, INT_MAX,
-     "deadline of one query (504 after; also sets statement_timeout); 0 = none"},
+     "deadline of a query (504 after): its statement_timeout on the server, and with --pipeline "
+     "also counted from when it is sent, behind any others; 0 = none"},
     {"server-timing", "SERVER_TIMING", OPT_BOOL, FIELD(server_timing), "1", 0, 0,
      "send Server-Timing (db and total time) on API responses; 0 for the peer's exact headers"},
     {"shutdown-timeout-ms", "SHUTDOWN_TIMEOUT_MS", OPT_INT, FIELD(shutdown_timeout_ms), "5000", 0,
@@ -151,6 +161,24 @@ static void set_option(const struct option_row *row, const char *value, const ch
             die_usage("%s: '%s' is not one of error, warn, info, debug", source, value);
         *(int *)field = level;
         break;
+    }
+    case OPT_CHOICE: {
+        int index = 0;
+        size_t len = strlen(value);
+        for (const char *c = row->choices;; index++) {
+            const char *end = strchr(c, '|');
+            size_t clen = end != NULL ? (size_t)(end - c) : strlen(c);
+            if (clen == len && strncmp(c, value, len) == 0) {
+                *(int *)field = index;
+                return;
+            }
+            if (end == NULL)
+                break;
+            c = end + 1;
+        }
+        fprintf(stderr, "notesd: %s: '%s' is not one of %s (see --help)\n", source, value,
+                row->choices);
+        exit(2);
     }
     }
 }

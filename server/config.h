@@ -41,6 +41,7 @@ typedef struct notesd_config {
     const char *tls_cert;        /* PEM certificate chain of the TLS listener */
     const char *tls_key;         /* PEM private key of the TLS listener */
     int h2c;                     /* 1: HTTP/2 over cleartext (prior knowledge, Upgrade: h2c) */
+    int half_close;              /* enum config_half_close */
     int log_level;               /* enum log_level */
     int ws_idle_timeout_ms;      /* a WebSocket with nothing received or written this long: 1001 */
     int ws_max_fragment_bytes;   /* a longer WebSocket frame from a client: 1009 */
@@ -51,6 +52,13 @@ typedef struct notesd_config {
 /* METRICS_PORT=auto, TLS_PORT=auto: the kernel picks a free port (PORT=0 does the
  * same for the API). */
 #define CONFIG_PORT_AUTO (-1)
+
+/* HALF_CLOSE: what becomes of a request whose client has shut down its sending
+ * side (FIN) by the time its answer is ready, after a wait (see docs/api.md). */
+enum config_half_close {
+    CONFIG_HALF_CLOSE_ABORT,  /* as Node's HTTP server: the client is gone, nothing is sent */
+    CONFIG_HALF_CLOSE_ANSWER, /* the answer is sent; only a reset client is gone */
+};
 
 /* Reads the settings from defaults, then the environment, then argv, and
  * returns them: one copy for the process's life, read-only. On a bad value or

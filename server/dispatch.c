@@ -113,18 +113,26 @@ static route_handler_t handler_for(const route_t *row, h2o_req_t *req)
     return h != NULL ? h : row->any;
 }
 
+/* The index of the first of the port's rows that matches the request's path
+ * (setting *param), or d->nrows when none does. */
+static size_t find_row(const dispatch_t *d, h2o_req_t *req, h2o_iovec_t *param)
+{
+    h2o_iovec_t path = route_path(req);
+    size_t i = 0;
+    while (i < d->nrows && !row_matches(d->rows[i], d->base_len[i], path, param))
+        i++;
+    return i;
+}
+
 /* Every request starts here: find the row, create the request's context (the
  * one allocation of request state), check the framing and the method, call
  * the handler. */
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     dispatch_t *d = (dispatch_t *)self;
-    h2o_iovec_t path = route_path(req), param = {NULL, 0};
+    h2o_iovec_t param = {NULL, 0};
     const char *err;
-    size_t i = 0;
-
-    while (i < d->nrows && !row_matches(d->rows[i], d->base_len[i], path, &param))
-        i++;
+    size_t i = find_row(d, req, &param);
     const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
     notesd_req_t *r = request_begin(req, (uint8_t)row->id,
                                     d->port == PORT_API ? &this_loop->stats : NULL, d->settings);
@@ -150,6 +158,61 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     return handler(r);
+}
+
+/* ---- h2o's own refusals ------------------------------------------------------------------- */
+
+/* On the host's fallback path, which only h2o's own error answers take (every
+ * request notesd handles matches "/"): its 413, sent from the request head
+ * (a declared Content-Length over MAX_BODY_BYTES) or when a chunked body
+ * reaches it, before any handler ran, becomes notesd's, JSON naming the limit
+ * as body.c's 413 does, and is counted under the route its path matches. */
+typedef struct refusal_filter {
+    h2o_filter_t super;
+    dispatch_t *dispatch;
+} refusal_filter_t;
+
+/* Sends notesd's body where h2o's text would have gone (h2o_send_inline sends
+ * it in one call, the final one). */
+typedef struct refusal_ostream {
+    h2o_ostream_t super;
+    h2o_iovec_t body;
+} refusal_ostream_t;
+
+static void on_refusal_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec_t *bufs, size_t bufcnt,
+                            h2o_send_state_t state)
+{
+    refusal_ostream_t *o = (refusal_ostream_t *)self;
+    h2o_iovec_t body = o->body;
+    o->body.len = 0;
+    h2o_ostream_send_next(self, req, &body, bufcnt != 0 && body.len != 0 ? 1 : 0, state);
+}
+
+static void on_refusal_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
+{
+    dispatch_t *d = ((refusal_filter_t *)self)->dispatch;
+
+    if (req->res.status == 413) {
+        h2o_iovec_t param;
+        size_t i = find_row(d, req, &param);
+        const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
+        notesd_req_t *r = request_begin(
+            req, (uint8_t)row->id, d->port == PORT_API ? &this_loop->stats : NULL, d->settings);
+        char *body = h2o_mem_alloc_pool(&req->pool, 80);
+        int len = snprintf(body, 80, "{\"error\":\"request body larger than %zu bytes\"}",
+                           d->settings->max_body_bytes);
+        ssize_t ct = h2o_find_header(&req->res.headers, H2O_TOKEN_CONTENT_TYPE, -1);
+        if (ct != -1)
+            req->res.headers.entries[ct].value = h2o_iovec_init(H2O_STRLIT(CT_JSON));
+        req->res.reason = "Payload Too Large"; /* RFC 9110's name, as respond.c's */
+        req->res.content_length = (size_t)len;
+        request_add_server_timing(r);
+        refusal_ostream_t *o = (refusal_ostream_t *)h2o_add_ostream(req, sizeof(*o), slot);
+        o->super.do_send = on_refusal_send;
+        o->body = h2o_iovec_init(body, (size_t)len);
+        slot = &o->super.next;
+    }
+    h2o_setup_next_ostream(req, slot);
 }
 
 /* "GET, HEAD", then ", POST" and ", PUT" where the row has them. */
@@ -181,4 +244,7 @@ void dispatch_register(h2o_hostconf_t *host, enum route_port port,
     for (size_t i = 0; i < d->nrows; i++)
         if (d->rows[i]->setup != NULL)
             d->rows[i]->setup(pathconf, settings);
+    refusal_filter_t *f = (refusal_filter_t *)h2o_create_filter(&host->fallback_path, sizeof(*f));
+    f->super.on_setup_ostream = on_refusal_setup;
+    f->dispatch = d;
 }

@@ -13,9 +13,14 @@ void http_configure(const notesd_config_t *cfg, const request_settings_t *settin
     h2o_config_init(&server.conf);
     /* Express sends no Server header; neither do we (len 0 omits it). */
     server.conf.server_name = h2o_iovec_init(H2O_STRLIT(""));
-    /* Bodies up to max_body_bytes are ours to judge (413 with a JSON reason);
-     * h2o itself refuses only far larger ones, before buffering them. */
-    server.conf.max_request_entity_size = (size_t)cfg->max_body_bytes * 16;
+    /* MAX_BODY_BYTES is enforced while the body is read, not after: h2o
+     * refuses a declared Content-Length over it from the head, stops reading a
+     * chunked body (HTTP/1) or a stream's DATA (HTTP/2) at it, so a connection
+     * (an HTTP/2 stream) never holds more than MAX_BODY_BYTES of body. Its
+     * HTTP/1 answer, a 413, becomes notesd's (dispatch.c: JSON, counted);
+     * HTTP/2 resets the stream. Compressed bodies are held to it twice: on the
+     * wire here, and inflated in body.c. See docs/decisions.md, "Request bodies". */
+    server.conf.max_request_entity_size = (size_t)cfg->max_body_bytes;
     /* The seed's clients speak HTTP/1.1: no h2c unless asked for. With it, h2o
      * takes both ways in: a connection that opens with HTTP/2's preface (prior
      * knowledge) and an HTTP/1.1 request with Upgrade: h2c. One setting of the

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "listen.h"
@@ -48,13 +49,84 @@ static void budget_move(listeners_t *set, conn_budget_t *budget, enum listener_s
         }
 }
 
+/* ---- budgets: one count, taken and given back by any loop ------------------------------ */
+
+static uint64_t loop_bit(const listeners_t *set)
+{
+    return UINT64_C(1) << set->index;
+}
+
+/* Takes a place for one connection; 0 when the budget is spent. A compare and
+ * swap, so the count never goes past max even for a moment: a loop that looked
+ * while another's take was being undone would wait for a place that is free. */
+static int budget_take(conn_budget_t *b)
+{
+    size_t open = __atomic_load_n(&b->open, __ATOMIC_SEQ_CST);
+    do {
+        if (open >= b->max)
+            return 0;
+    } while (!__atomic_compare_exchange_n(&b->open, &open, open + 1, 0, __ATOMIC_SEQ_CST,
+                                          __ATOMIC_SEQ_CST));
+    return 1;
+}
+
+/* The loop's listeners on `b` read again: a place may be free. */
+static void budget_resume(listeners_t *set, conn_budget_t *b)
+{
+    __atomic_and_fetch(&b->paused, ~loop_bit(set), __ATOMIC_SEQ_CST);
+    budget_move(set, b, LISTENER_FULL, LISTENER_ACCEPTING);
+}
+
+/* The budget is spent: the loop's listeners on it stop until a place frees
+ * up, on any loop. The bit goes up before the count is looked at again, and
+ * budget_give lowers the count before it looks at the bits, so a place freed
+ * in between is seen by one side or the other, never lost. */
+static void budget_wait(listeners_t *set, conn_budget_t *b)
+{
+    __atomic_or_fetch(&b->paused, loop_bit(set), __ATOMIC_SEQ_CST);
+    budget_move(set, b, LISTENER_ACCEPTING, LISTENER_FULL);
+    if (__atomic_load_n(&b->open, __ATOMIC_SEQ_CST) < b->max)
+        budget_resume(set, b);
+}
+
+/* Gives a place back (on the loop whose connection closed, or whose accept
+ * found no client after all) and wakes every loop waiting for one: this one
+ * directly, the others through their eventfd. Each takes what it can; the
+ * others wait again. */
+static void budget_give(listeners_t *set, conn_budget_t *b)
+{
+    __atomic_sub_fetch(&b->open, 1, __ATOMIC_SEQ_CST);
+    uint64_t paused = __atomic_load_n(&b->paused, __ATOMIC_SEQ_CST);
+    for (unsigned i = 0; paused != 0; i++, paused >>= 1) {
+        if ((paused & 1) == 0)
+            continue;
+        uint64_t one = 1;
+        if (i == set->index)
+            budget_resume(set, b);
+        else if (write(b->wake_fd[i], &one, sizeof(one)) < 0) {
+            /* EAGAIN: the counter is full, so a wake-up is pending anyway. */
+        }
+    }
+}
+
+/* Another loop freed a place of the shared budget. */
+static void on_wake(h2o_socket_t *sock, const char *err)
+{
+    listeners_t *set = sock->data;
+    uint64_t n;
+    if (read(set->wake_fd, &n, sizeof(n)) < 0) {
+        /* EAGAIN: woken twice for one write; nothing to read */
+    }
+    if (__atomic_load_n(&set->api_budget->paused, __ATOMIC_SEQ_CST) & loop_bit(set))
+        budget_resume(set, set->api_budget);
+}
+
 static void on_connection_closed(void *data)
 {
     listener_t *l = data;
     STAT_SUB(l->set->stats->open_connections, 1);
-    l->budget->open--;
     /* One place is free again: take the next clients from the backlog. */
-    budget_move(l->set, l->budget, LISTENER_FULL, LISTENER_ACCEPTING);
+    budget_give(l->set, l->budget);
 }
 
 static void on_backoff_end(h2o_timeout_entry_t *entry)
@@ -62,12 +134,9 @@ static void on_backoff_end(h2o_timeout_entry_t *entry)
     listener_t *l = H2O_STRUCT_FROM_MEMBER(listener_t, backoff_entry, entry);
     if (l->state != LISTENER_BACKOFF)
         return;
-    if (l->budget->open < l->budget->max) {
-        listener_set_state(l, LISTENER_ACCEPTING);
-    } else {
-        STAT_ADD(l->set->stats->accept_paused_full, 1);
-        listener_set_state(l, LISTENER_FULL);
-    }
+    listener_set_state(l, LISTENER_ACCEPTING);
+    if (__atomic_load_n(&l->budget->open, __ATOMIC_SEQ_CST) >= l->budget->max)
+        budget_wait(l->set, l->budget);
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err)
@@ -80,8 +149,9 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     if (err != NULL)
         return;
     /* Accept everything that is waiting, so a burst costs one wake-up, up to the limit. */
-    while (budget->open < budget->max) {
+    while (budget_take(budget)) {
         if ((sock = h2o_evloop_socket_accept(listener)) == NULL) {
+            budget_give(set, budget); /* not taken after all */
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 /* The listener stays readable, and epoll is level-triggered: retrying
                  * now would spin. The clients wait in the backlog meanwhile. */
@@ -89,14 +159,13 @@ static void on_accept(h2o_socket_t *listener, const char *err)
                 if (!l->starved) /* once per episode, not every 100 ms */
                     log_warn("accept: %s; pausing 100 ms at a time until one is free (%zu "
                              "connections open)",
-                             strerror(errno), budget->open);
+                             strerror(errno), __atomic_load_n(&budget->open, __ATOMIC_SEQ_CST));
                 l->starved = 1;
                 listener_set_state(l, LISTENER_BACKOFF);
                 h2o_timeout_link(set->loop, &set->backoff, &l->backoff_entry);
             }
             return; /* EAGAIN: nothing more waiting */
         }
-        budget->open++;
         l->starved = 0;
         STAT_ADD(set->stats->open_connections, 1);
         if (l != &set->metrics)
@@ -105,21 +174,30 @@ static void on_accept(h2o_socket_t *listener, const char *err)
         sock->on_close.data = l;
         h2o_accept(&l->accept, sock);
     }
-    budget_move(set, budget, LISTENER_ACCEPTING, LISTENER_FULL);
+    budget_wait(set, budget);
 }
 
-void listen_init(listeners_t *set, stats_loop_t *stats)
+int listen_init(listeners_t *set, stats_loop_t *stats, unsigned index, conn_budget_t *api_budget)
 {
+    assert(index < LISTEN_MAX_LOOPS);
     memset(set, 0, sizeof(*set));
     set->stats = stats;
+    set->index = index;
     listener_t *all[] = {&set->api, &set->tls, &set->metrics};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
         all[i]->fd = -1;
         all[i]->state = LISTENER_CLOSED;
         all[i]->set = set;
     }
-    set->api.budget = set->tls.budget = &set->api_budget; /* one share for both */
+    set->api_budget = api_budget;
+    set->api.budget = set->tls.budget = api_budget; /* every loop's, plain and TLS */
     set->metrics.budget = &set->metrics_budget;
+    /* Created now, before any thread starts, so another loop never reads it half-made. */
+    if ((set->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        return -1;
+    api_budget->wake_fd[index] = set->wake_fd;
+    set->metrics_budget.wake_fd[index] = set->wake_fd;
+    return 0;
 }
 
 int listen_bind(const char *host, int port, int reuseport, int *bound)
@@ -176,6 +254,9 @@ void listen_start(listeners_t *set, h2o_context_t *ctx, h2o_hostconf_t **api_hos
 {
     set->loop = ctx->loop;
     h2o_timeout_init(ctx->loop, &set->backoff, 100);
+    set->wake = h2o_evloop_socket_create(ctx->loop, set->wake_fd, H2O_SOCKET_FLAG_DONT_READ);
+    set->wake->data = set;
+    h2o_socket_read_start(set->wake, on_wake);
     watch_listener(&set->api, ctx, api_hosts, NULL);
     watch_listener(&set->tls, ctx, api_hosts, ssl_ctx);
     watch_listener(&set->metrics, ctx, metrics_hosts, NULL);
@@ -192,4 +273,7 @@ void listen_stop(listeners_t *set)
 void listen_dispose(listeners_t *set)
 {
     h2o_timeout_dispose(set->loop, &set->backoff);
+    /* The wake-up eventfd stays open until the process exits: another loop
+     * still running may write to it, and a closed number could be reused. */
+    h2o_socket_read_stop(set->wake);
 }

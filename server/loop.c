@@ -1,6 +1,7 @@
 /*
  * loop.c - the loops' memory, allocated once before any thread starts (see loop.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include "loop.h"
 
@@ -18,7 +19,10 @@ void loops_init(int n, int lag_interval_ms)
         loop->index = i;
         loop->wakeup_fd = -1;
         stats_loop_init(&loop->stats);
-        listen_init(&loop->listen, &loop->stats);
+        if (listen_init(&loop->listen, &loop->stats, (unsigned)i, &server.api_budget) != 0) {
+            perror("notesd: eventfd");
+            exit(1);
+        }
         lag_init(&loop->lag, lag_interval_ms);
         ws_loop_init(&loop->ws, &loop->timers);
     }

@@ -20,7 +20,7 @@
 #include "timers.h"
 #include "ws.h"
 
-#define NOTESD_MAX_LOOPS 64
+#define NOTESD_MAX_LOOPS LISTEN_MAX_LOOPS
 
 enum loop_state {
     LOOP_RUNNING,
@@ -52,6 +52,7 @@ typedef struct notesd_server {
     SSL_CTX *ssl_ctx; /* the TLS port's certificate and ALPN; NULL: no TLS port */
     notesd_loop_t *loops;
     int nloops;
+    conn_budget_t api_budget; /* MAX_CONNECTIONS: every loop's API and TLS listeners draw on it */
     int api_port, tls_port, metrics_port; /* as bound: PORT=0, TLS_PORT=auto and
                                              METRICS_PORT=auto resolved; 0: none */
 } notesd_server_t;

@@ -5,16 +5,17 @@
  * The settings are read once (config_load, const from then on) and only here
  * turned into what each module is given: pool_settings_t per loop, the
  * request_settings_t of the handlers, the connection parameters (pgparams),
- * every loop's share of POOL_MAX and MAX_CONNECTIONS (loop_share, in
- * configure_loops). Below main, only http.c reads the configuration, as an
- * argument (h2o's set-up, TLS, the listening addresses).
+ * every loop's share of POOL_MAX (loop_share) and the one MAX_CONNECTIONS
+ * budget of every loop (in configure_loops). Below main, only http.c reads
+ * the configuration, as an argument (h2o's set-up, TLS, the listening
+ * addresses).
  *
  * Order: settings, then every loop's memory (loops_init), the connection
- * parameters (which check DB_URL and resolve its hosts), the descriptor limit
- * and MAX_CONNECTIONS derived from it, each loop's pool and budget, then h2o
- * configuration and the listening sockets, then one thread per extra loop,
- * then loop 0 on this thread with the metrics port and the signals, then one
- * line saying where we listen.
+ * parameters (which check DB_URL and look up its hosts and user), the
+ * descriptor limit and MAX_CONNECTIONS derived from it, each loop's pool and
+ * the connection budget, then h2o configuration and the listening sockets,
+ * then one thread per extra loop, then loop 0 on this thread with the metrics
+ * port and the signals, then one line saying where we listen.
  *
  * SIGTERM or SIGINT: every loop stops accepting, lets its in-flight requests
  * (and their queued queries) finish for up to SHUTDOWN_TIMEOUT_MS, closes its
@@ -80,13 +81,28 @@ static void describe_db(char *out, size_t len)
 
 /* ---- descriptors ------------------------------------------------------------------------- */
 
-/* Descriptors kept back from MAX_CONNECTIONS's default: per loop its API and TLS
- * listeners, epoll, wake-up eventfd, the timer service's timerfd and h2o's
- * queue pipe (7 counted in /proc with a TLS port; 10 leaves room), and
- * for the process stdio, the signalfd, /proc and static files being sent (16)
- * and the metrics port's connections. The pool's POOL_MAX comes on top. */
-#define FDS_PER_LOOP 10
-#define FDS_PROCESS (16 + LISTEN_METRICS_MAX_CONNECTIONS)
+/* The descriptors notesd holds besides its API connections, as they are (see
+ * "Admission" in docs/decisions.md), kept back from MAX_CONNECTIONS's default:
+ * - per database connection, two: libpq's socket and the dup the loop watches (pgconn.c);
+ * - per loop, its listeners and their wake-up eventfd (LISTEN_FDS_PER_LOOP), epoll,
+ *   h2o's queue pipe (two ends), the timer service's timerfd and the shutdown eventfd;
+ * - the metrics port: its listener and its own budget of connections;
+ * - the process: stdio, the signalfd, the two files a scrape reads in /proc, and
+ *   static files being sent (h2o's file handler holds one per response in flight;
+ *   past these, it answers 503). */
+#define FDS_PER_DB_CONNECTION 2
+#define FDS_PER_LOOP_OWN 5
+#define FDS_METRICS (1 + LISTEN_METRICS_MAX_CONNECTIONS)
+#define FDS_STATIC_FILES 16
+#define FDS_PROCESS (3 + 1 + 2 + FDS_STATIC_FILES)
+
+/* What MAX_CONNECTIONS's default keeps back from a descriptor limit. */
+static long fds_kept_back(void)
+{
+    long per_loop = FDS_PER_LOOP_OWN + LISTEN_FDS_PER_LOOP(cfg->tls_port != 0);
+    return (long)FDS_PER_DB_CONNECTION * cfg->pool_max + per_loop * cfg->threads +
+           (cfg->metrics_port != 0 ? FDS_METRICS : 0) + FDS_PROCESS;
+}
 
 /* Raises the soft RLIMIT_NOFILE to the hard one (as a server should: the soft
  * default of 1024 is for interactive shells), then returns MAX_CONNECTIONS as
@@ -106,15 +122,15 @@ static int admit_by_fd_limit(void)
             rl.rlim_cur = soft; /* keep what we have */
     }
     long fds = rl.rlim_cur > (rlim_t)INT_MAX ? INT_MAX : (long)rl.rlim_cur;
-    long room = fds - cfg->pool_max - (long)FDS_PER_LOOP * cfg->threads - FDS_PROCESS;
+    long room = fds - fds_kept_back();
     int max = cfg->max_connections;
     if (max == 0) {
         if (room < 1) {
             fprintf(stderr,
-                    "notesd: RLIMIT_NOFILE (%ld) leaves no descriptor for connections after "
-                    "POOL_MAX (%d) and %d per loop; raise it (ulimit -n) or set MAX_CONNECTIONS "
-                    "(see --help)\n",
-                    fds, cfg->pool_max, FDS_PER_LOOP);
+                    "notesd: RLIMIT_NOFILE (%ld) leaves no descriptor for connections after the "
+                    "%ld the pool (%d per connection), the loops and the process hold; raise it "
+                    "(ulimit -n) or set MAX_CONNECTIONS (see --help)\n",
+                    fds, fds_kept_back(), FDS_PER_DB_CONNECTION);
             return -1;
         }
         max = (int)room;
@@ -123,13 +139,12 @@ static int admit_by_fd_limit(void)
                  "when descriptors run out, accepting pauses for 100 ms at a time",
                  max, fds, room < 0 ? 0 : room);
     }
-    return max < cfg->threads ? cfg->threads : max; /* each loop takes at least one */
+    return max;
 }
 
 /* ---- what each loop gets ------------------------------------------------------------------ */
 
-/* Loop i's share of `total` (POOL_MAX, MAX_CONNECTIONS), the one formula for
- * both: the first loops take the remainder. */
+/* Loop i's share of POOL_MAX: the first loops take the remainder. */
 static int loop_share(int total, int i)
 {
     return total / server.nloops + (i < total % server.nloops);
@@ -150,15 +165,15 @@ static pool_settings_t pool_settings_of(int i)
 }
 
 /* Everything each loop gets, in one place: its pool, with its share of
- * POOL_MAX, and its listeners' share of MAX_CONNECTIONS (a loop's API and TLS
- * listeners draw on one share; the metrics listener has its own budget). */
+ * POOL_MAX; MAX_CONNECTIONS is not shared out but one budget that every
+ * loop's API and TLS listeners draw on (the metrics listener has its own). */
 static void configure_loops(int max_connections)
 {
+    server.api_budget.max = (size_t)max_connections;
     for (int i = 0; i < server.nloops; i++) {
         notesd_loop_t *loop = &server.loops[i];
         pool_settings_t settings = pool_settings_of(i);
         pool_configure(&loop->pool, &settings, &pgparams.conn, statements, STMT__COUNT);
-        loop->listen.api_budget.max = (size_t)loop_share(max_connections, i);
         loop->listen.metrics_budget.max = LISTEN_METRICS_MAX_CONNECTIONS;
     }
 }
@@ -322,6 +337,7 @@ int main(int argc, char **argv)
     static request_settings_t request_settings;
     request_settings =
         (request_settings_t){.server_timing = cfg->server_timing,
+                             .answer_half_closed = cfg->half_close == CONFIG_HALF_CLOSE_ANSWER,
                              .primes_max = cfg->primes_max,
                              .max_body_bytes = (size_t)cfg->max_body_bytes,
                              .static_dir = cfg->static_dir,

@@ -15,6 +15,13 @@
  * In pipeline mode a command's results end with its PGRES_PIPELINE_SYNC
  * (one sync per command: see pgconn.h), so results are matched to commands by
  * counting syncs; without it, by the NULL that ends each command.
+ *
+ * With named prepared statements, a statement is prepared on its first use on
+ * the connection: the Parse travels with that first query, under the same
+ * sync, so it costs no round trip, and a statement that is never used is never
+ * prepared. Its result is the command's first; when it fails (a missing
+ * table, say) the server skips the query, the prepare's error is the
+ * command's answer, and the statement is prepared again on its next use.
  */
 #include <assert.h>
 #include <ctype.h>
@@ -41,11 +48,19 @@ struct pgconn {
     h2o_socket_t *sock; /* watches a dup of libpq's socket */
     int pg_fd;          /* libpq's descriptor that `sock` mirrors */
     ino_t pg_ino;       /* ...and its inode, since the number alone can repeat */
-    PGresult *first;    /* first result (or first error) of the oldest command in flight */
+    PGresult *first;    /* the answer so far of the oldest command in flight (keep_result) */
+    unsigned nresults;  /* results of the oldest command so far */
+    int first_failed;   /* the first of them was an error (a prepare's, if it had one) */
     unsigned pending;   /* commands sent and not yet answered */
-    int setup_pending;  /* the oldest command in flight is the set-up prepares */
-    int dispatching;    /* inside read_results' loop: pgconn_close must wait */
-    int closing;        /* pgconn_close was called while dispatching */
+    uint64_t commands;  /* commands sent so far; the oldest in flight is commands - pending */
+    uint32_t prepared;  /* bit i: statement i is prepared here, or its prepare is in flight */
+    unsigned npreparing;
+    struct preparing {    /* the prepares in flight: at most one per statement */
+        uint64_t command; /* the number of the command it travels in */
+        unsigned statement;
+    } preparing[PGCONN_STATEMENTS_MAX];
+    int dispatching; /* inside read_results' loop: pgconn_close must wait */
+    int closing;     /* pgconn_close was called while dispatching */
     const pgconn_params_t *params;
     const pgconn_callbacks_t *cb;
     void *data;
@@ -87,12 +102,52 @@ static void fail(pgconn_t *conn, const char *why)
     conn->cb->on_failed(conn, conn->why, conn->data);
 }
 
+/* 1 if `res` reports an error that ends the session (severity FATAL or PANIC). */
+static int is_fatal(const PGresult *res)
+{
+    const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+    return PQresultStatus(res) == PGRES_FATAL_ERROR && severity != NULL &&
+           (strcmp(severity, "FATAL") == 0 || strcmp(severity, "PANIC") == 0);
+}
+
+/* Keeps the primary text of a result that ends the session, for the failure line. */
+static void keep_fatal(pgconn_t *conn, const PGresult *res)
+{
+    const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    one_line(conn->fatal, sizeof(conn->fatal),
+             primary != NULL ? primary : PQresultErrorMessage(res));
+}
+
+/* In pipeline mode, after the socket broke: the results libpq parsed from the
+ * last bytes the server sent, looked through for the FATAL that says why it
+ * ended the session. Without pipeline mode libpq copies that error into its
+ * own message (and asking a broken connection for results would add "invalid
+ * socket" to it); in pipeline mode it stays a result of the command in flight,
+ * whose sync never comes, and would be lost. Bounded: a broken connection ends
+ * its results. */
+static void find_fatal_result(pgconn_t *conn)
+{
+    for (int i = 0; i < 16 && conn->fatal[0] == '\0' && !PQisBusy(conn->pg); i++) {
+        PGresult *res = PQgetResult(conn->pg);
+        if (res == NULL)
+            break;
+        if (is_fatal(res))
+            keep_fatal(conn, res);
+        PQclear(res);
+    }
+    if (conn->fatal[0] == '\0' && conn->first != NULL && is_fatal(conn->first))
+        keep_fatal(conn, conn->first);
+}
+
 /* Fails with libpq's message, led by the server's own reason when a FATAL
- * notice said why it is closing the session ("terminating connection due to
- * administrator command"); libpq itself only says that the server closed it. */
+ * notice or result said why it is closing the session ("terminating connection
+ * due to administrator command"); libpq itself only says that the server
+ * closed it. */
 static void fail_with_libpq_error(pgconn_t *conn)
 {
     char msg[300]; /* with "FATAL: " and conn->fatal, fits conn->why */
+    if (conn->state == PGCONN_OPEN && conn->params->pipeline)
+        find_fatal_result(conn);
     one_line(msg, sizeof(msg), PQerrorMessage(conn->pg));
     if (conn->fatal[0] != '\0' && strstr(msg, conn->fatal) == NULL)
         snprintf(conn->why, sizeof(conn->why), "FATAL: %s; %s", conn->fatal,
@@ -171,31 +226,6 @@ static int flush(pgconn_t *conn)
     return -1;
 }
 
-/* Sends the statements to prepare, with one sync: one command in flight, whose
- * answer read_results checks before any query's. Nothing waits for it: queries
- * sent next travel behind it in the same pipeline. Returns 0, or -1 after
- * on_failed. */
-static int send_prepares(pgconn_t *conn)
-{
-    const pgconn_params_t *p = conn->params;
-    if (p->nprepare == 0)
-        return 0;
-    assert(p->pipeline);
-    for (size_t i = 0; i < p->nprepare; i++)
-        if (!PQsendPrepare(conn->pg, p->prepare[i].name, p->prepare[i].sql, p->prepare[i].nparams,
-                           NULL)) {
-            fail_with_libpq_error(conn);
-            return -1;
-        }
-    if (PQpipelineSync(conn->pg) != 1) {
-        fail_with_libpq_error(conn);
-        return -1;
-    }
-    conn->pending = 1;
-    conn->setup_pending = 1;
-    return flush(conn);
-}
-
 static void poll_connect(pgconn_t *conn)
 {
     PostgresPollingStatusType status = PQconnectPoll(conn->pg);
@@ -224,8 +254,6 @@ static void poll_connect(pgconn_t *conn)
         }
         h2o_socket_read_start(conn->sock, on_readable);
         conn->state = PGCONN_OPEN;
-        if (send_prepares(conn) != 0)
-            return;
         conn->cb->on_ready(conn, conn->data);
         return;
     default:
@@ -233,56 +261,55 @@ static void poll_connect(pgconn_t *conn)
     }
 }
 
-/* 1 if `res` reports an error that ends the session (severity FATAL or PANIC). */
-static int is_fatal(const PGresult *res)
-{
-    const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
-    return PQresultStatus(res) == PGRES_FATAL_ERROR && severity != NULL &&
-           (strcmp(severity, "FATAL") == 0 || strcmp(severity, "PANIC") == 0);
-}
-
-/* Keeps the first result of a command, or its first error when an earlier
- * result was fine (a failed prepare among several, say); frees the rest. */
-static void keep_result(pgconn_t *conn, PGresult *res)
+static int result_ok(const PGresult *res)
 {
     ExecStatusType st = PQresultStatus(res);
+    return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+}
+
+/* Keeps a command's answer: its first error, or else its last result (a
+ * prepare's COMMAND_OK, then the query's rows: the rows); frees the rest. */
+static void keep_result(pgconn_t *conn, PGresult *res)
+{
+    if (conn->nresults++ == 0)
+        conn->first_failed = !result_ok(res);
     if (conn->first == NULL) {
         conn->first = res;
-    } else if ((PQresultStatus(conn->first) == PGRES_COMMAND_OK ||
-                PQresultStatus(conn->first) == PGRES_TUPLES_OK) &&
-               st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    } else if (result_ok(conn->first)) {
         PQclear(conn->first);
         conn->first = res;
     } else {
-        PQclear(res);
+        PQclear(res); /* after an error: the PGRES_PIPELINE_ABORTED of the skipped query */
     }
 }
 
-/* The oldest command in flight is answered: hands its first result to the
- * owner, or fails the connection (a failed set-up, or the server ending the
- * session). */
+/* The oldest command is finishing: if it carried a prepare and that failed
+ * (its result came first), the statement is not prepared here after all. */
+static void settle_prepare(pgconn_t *conn)
+{
+    uint64_t number = conn->commands - conn->pending;
+    for (unsigned i = 0; i < conn->npreparing; i++) {
+        if (conn->preparing[i].command != number)
+            continue;
+        if (conn->first_failed)
+            conn->prepared &= ~(UINT32_C(1) << conn->preparing[i].statement);
+        conn->preparing[i] = conn->preparing[--conn->npreparing];
+        return;
+    }
+}
+
+/* The oldest command in flight is answered: hands its answer to the owner, or
+ * fails the connection (the server ending the session). */
 static void finish_command(pgconn_t *conn)
 {
     PGresult *first = conn->first;
-    int was_setup = conn->setup_pending;
 
     assert(conn->pending > 0);
+    if (conn->npreparing > 0)
+        settle_prepare(conn);
     conn->first = NULL;
+    conn->nresults = 0;
     conn->pending--;
-    conn->setup_pending = 0;
-    if (was_setup) {
-        ExecStatusType st = first != NULL ? PQresultStatus(first) : PGRES_COMMAND_OK;
-        if (st != PGRES_COMMAND_OK) {
-            char why[256];
-            snprintf(why, sizeof(why), "preparing statements failed: %s",
-                     first != NULL ? PQresultErrorMessage(first) : "?");
-            PQclear(first);
-            fail(conn, why);
-            return;
-        }
-        PQclear(first);
-        return;
-    }
     if (first == NULL) {
         /* A command always yields a result before its end; a server breaking
          * the protocol is a broken connection. */
@@ -292,10 +319,7 @@ static void finish_command(pgconn_t *conn)
     if (is_fatal(first)) {
         /* The server ends the session (an administrator's terminate, a
          * shutdown): the command did not run, and the connection is gone. */
-        one_line(conn->fatal, sizeof(conn->fatal),
-                 PQresultErrorField(first, PG_DIAG_MESSAGE_PRIMARY) != NULL
-                     ? PQresultErrorField(first, PG_DIAG_MESSAGE_PRIMARY)
-                     : PQresultErrorMessage(first));
+        keep_fatal(conn, first);
         snprintf(conn->why, sizeof(conn->why), "FATAL: %s", conn->fatal);
         PQclear(first);
         fail(conn, conn->why);
@@ -345,6 +369,14 @@ static void read_results(pgconn_t *conn)
             continue; /* the end of one command's results; its sync comes next */
         }
         nulls = 0;
+        if (conn->params->pipeline && is_fatal(res)) {
+            /* The session ends; the command's sync will never come. */
+            keep_fatal(conn, res);
+            PQclear(res);
+            snprintf(conn->why, sizeof(conn->why), "FATAL: %s", conn->fatal);
+            fail(conn, conn->why);
+            break;
+        }
         if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
             PQclear(res);
             finish_command(conn);
@@ -421,19 +453,34 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
     return conn;
 }
 
-int pgconn_send(pgconn_t *conn, const char *sql_or_name, int prepared, int nparams,
-                const char *const *values)
+int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values)
 {
+    const pgconn_params_t *p = conn->params;
+    const pgconn_statement_t *st = &p->statements[statement];
+    uint32_t bit = UINT32_C(1) << statement;
+    int ok = 1;
+
     assert(conn->state == PGCONN_OPEN && !conn->closing);
-    assert(conn->params->pipeline || conn->pending == 0);
-    int ok = prepared
-                 ? PQsendQueryPrepared(conn->pg, sql_or_name, nparams, values, NULL, NULL, 0)
-                 : PQsendQueryParams(conn->pg, sql_or_name, nparams, NULL, values, NULL, NULL, 0);
+    assert(p->pipeline || conn->pending == 0);
+    assert(statement < p->nstatements);
+    if (!p->prepared) {
+        ok = PQsendQueryParams(conn->pg, st->sql, st->nparams, NULL, values, NULL, NULL, 0);
+    } else {
+        if ((conn->prepared & bit) == 0) {
+            /* Its first use here: the prepare goes first, under the query's sync. */
+            ok = PQsendPrepare(conn->pg, st->name, st->sql, st->nparams, NULL);
+            conn->prepared |= bit;
+            conn->preparing[conn->npreparing++] =
+                (struct preparing){.command = conn->commands, .statement = statement};
+        }
+        ok = ok && PQsendQueryPrepared(conn->pg, st->name, st->nparams, values, NULL, NULL, 0);
+    }
     /* libpq 15's PQpipelineSync also flushes (libpq 17 added a sync that does not). */
-    if (!ok || (conn->params->pipeline && PQpipelineSync(conn->pg) != 1)) {
+    if (!ok || (p->pipeline && PQpipelineSync(conn->pg) != 1)) {
         fail_with_libpq_error(conn); /* the owner may close conn in on_failed */
         return -1;
     }
+    conn->commands++;
     conn->pending++;
     return flush(conn);
 }

@@ -25,7 +25,7 @@
 
 typedef struct pgconn pgconn_t;
 
-/* A statement to prepare on every new connection. */
+/* A statement pgconn_send runs: its SQL, and its name when prepared. */
 typedef struct pgconn_statement {
     const char *name;
     const char *sql;
@@ -37,19 +37,22 @@ typedef struct pgconn_statement {
 typedef struct pgconn_params {
     const char *const *keywords; /* for PQconnectStartParams, with expand_dbname */
     const char *const *values;
-    int pipeline;                      /* enter pipeline mode after connecting */
-    const pgconn_statement_t *prepare; /* prepared on connecting (pipeline mode only), or NULL */
-    size_t nprepare;
+    int pipeline;                         /* enter pipeline mode after connecting */
+    const pgconn_statement_t *statements; /* what pgconn_send's `statement` indexes */
+    size_t nstatements;                   /* at most PGCONN_STATEMENTS_MAX */
+    int prepared; /* 1: named prepared statements, each prepared on a connection in the
+                     pipeline of its first use there (needs `pipeline`); 0: unnamed */
 } pgconn_params_t;
 
+/* Most statements a connection's table may hold (one bit each). */
+#define PGCONN_STATEMENTS_MAX 32
+
 typedef struct pgconn_callbacks {
-    /* The connection is open and ready for pgconn_send. Without pipeline mode
-     * nothing is in flight; in pipeline mode the statements to prepare may
-     * still be: commands sent now follow them in the same pipeline, which
-     * saves the round trip (a failed prepare then fails the connection). */
+    /* The connection is open, nothing is in flight, and it is ready for pgconn_send. */
     void (*on_ready)(pgconn_t *conn, void *data);
-    /* The oldest command in flight finished. `res` is its first result
-     * (PGRES_TUPLES_OK, PGRES_COMMAND_OK or an error; never NULL). Ownership:
+    /* The oldest command in flight finished. `res` is its answer
+     * (PGRES_TUPLES_OK, PGRES_COMMAND_OK or an error, the prepare's when the
+     * prepare sent with it failed; never NULL). Ownership:
      * pgconn PQclears it after the callback returns. Without pipeline mode the
      * connection is ready again. */
     void (*on_result)(pgconn_t *conn, PGresult *res, void *data);
@@ -62,25 +65,25 @@ typedef struct pgconn_callbacks {
 
 /* Starts connecting. `id` names the connection in log lines ("pg#3"), among
  * them the debug line logged for each notice the server sends. With
- * params->pipeline the connection enters pipeline mode once open and sends
- * PQsendPrepare for each of params->prepare with one sync, then calls on_ready
- * without waiting for the answer. `defer` is a 0 ms timeout used to report a
+ * params->pipeline the connection enters pipeline mode once open, then calls
+ * on_ready. `defer` is a 0 ms timeout used to report a
  * failure that happens at once; it must outlive the connection. Always
  * returns a connection: failures arrive through on_failed. */
 pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
                        const pgconn_params_t *params, const pgconn_callbacks_t *cb, void *data);
 
-/* Sends one command: with `prepared`, `sql_or_name` names a prepared statement;
- * otherwise it is SQL sent as an unnamed statement with text parameters,
- * exactly as node-postgres sends a parameterised query. In pipeline mode a
- * sync follows it, and it may be sent while others are in flight; otherwise
- * nothing may be in flight. Returns 0, or -1 when the connection broke: like
- * every other failure, that went through on_failed, before this returns, and
- * the connection may have been closed there, so the caller must not touch it. */
-int pgconn_send(pgconn_t *conn, const char *sql_or_name, int prepared, int nparams,
-                const char *const *values);
+/* Sends one command, params->statements[statement] with text parameters
+ * `values`: its SQL as an unnamed statement, exactly as node-postgres sends a
+ * parameterised query, or with params->prepared the named prepared statement,
+ * preceded by its prepare (PQsendPrepare) under the same sync when it is not
+ * prepared on this connection yet. In pipeline mode a sync follows it, and it
+ * may be sent while others are in flight; otherwise nothing may be in flight.
+ * Returns 0, or -1 when the connection broke: like every other failure, that
+ * went through on_failed, before this returns, and the connection may have
+ * been closed there, so the caller must not touch it. */
+int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values);
 
-/* Commands sent and not yet answered (the set-up prepares count as one). */
+/* Commands sent and not yet answered. */
 unsigned pgconn_in_flight(const pgconn_t *conn);
 
 /* Closes the h2o socket (a dup of libpq's) and then the PGconn, and frees the

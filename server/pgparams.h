@@ -5,12 +5,14 @@
  * Owns the keyword and value arrays handed to PQconnectStartParams, the
  * `options` string with the session settings the result parsing relies on
  * (DateStyle ISO, IntervalStyle postgres, extra_float_digits, and
- * statement_timeout from QUERY_TIMEOUT_MS), and the numeric address of every
- * host of DB_URL. Those are resolved here, at start-up, where blocking is
- * allowed: libpq is then given `hostaddr` and never calls getaddrinfo() on the
- * loop. Everything is sent in the startup packet, so whatever defaults the
- * database or its role carry cost no round trip and change no byte of a
- * response.
+ * statement_timeout from QUERY_TIMEOUT_MS), and what libpq would otherwise
+ * look up at every connect, on the loop: the numeric address of every host
+ * (whether DB_URL, a service file or PGHOST names it), which getaddrinfo()
+ * resolves, the user name (the process's own when nothing names one), which
+ * getpwuid_r() reads through NSS, and the password file's path. Those are
+ * looked up here, once, at start-up, where blocking is allowed. Everything is
+ * sent in the startup packet, so whatever defaults the database or its role
+ * carry cost no round trip and change no byte of a response.
  */
 #ifndef NOTESD_PGPARAMS_H
 #define NOTESD_PGPARAMS_H
@@ -21,17 +23,25 @@
 #include "pool.h"
 
 typedef struct pgparams {
-    const char *keywords[12], *values[12]; /* for PQconnectStartParams, NULL-terminated */
-    char *options;        /* libpq's `options`: the URL's (or PGOPTIONS), then our -c settings */
-    char *hostaddr;       /* numeric address per host of the URL, or NULL */
+    const char *keywords[16], *values[16]; /* for PQconnectStartParams, NULL-terminated */
+    char *options;        /* libpq's `options`: the URL's (or the service's, or PGOPTIONS), then our
+                             -c settings */
+    char *host;           /* the host list hostaddr matches (the URL's, the service's or PGHOST) */
+    char *hostaddr;       /* numeric address per host, or NULL when no name needs one */
+    char *user;           /* the user to connect as: named by the URL, service or PGUSER, or the
+                             process's user; NULL if none is known (libpq then fails the connect) */
+    char *passfile;       /* the password file when no password is given, or NULL */
     pgconn_params_t conn; /* what pgconn_start takes: the above, pipeline mode (--pipeline
-                             or --prepared), the statements to prepare (--prepared) */
+                             or --prepared), the statements, and whether they are
+                             prepared (--prepared) */
 } pgparams_t;
 
 /* Parses db_url and builds the parameters for pools with `pool`'s settings
  * (its query timeout, --prepared and --pipeline; every loop's pool has the
- * same). Every host name of db_url (one, or a comma-separated list) is
- * resolved into a matching hostaddr list: the only blocking DNS lookups.
+ * same). What db_url leaves out is filled in as libpq would (the service file,
+ * then the environment, then libpq's defaults), and every host name (one, or
+ * a comma-separated list) is resolved into a matching hostaddr list: the only
+ * blocking DNS lookups.
  * Returns 0, or -1 with a one-line message in `err` when db_url cannot be
  * parsed or a host name cannot be resolved. Ownership: `p` keeps pointers to
  * db_url and `statements`, which must outlive it; pgparams_free frees the rest. */

@@ -44,8 +44,10 @@ static const char *state_names[] = {"new", "connecting", "idle", "busy", "gone"}
 
 /* A query sent on a connection and not yet answered. */
 typedef struct pool_inflight {
-    pool_query_t *query; /* NULL if its requester went away: the result is dropped */
+    pool_query_t *query; /* NULL if its requester went away, or its deadline answered it
+                            (pipeline mode): the result is dropped when it comes */
     int statement;       /* for metrics */
+    int timed_out;       /* answered 504 by its deadline; its result counts no timeout */
     uint64_t sent_ns;
 } pool_inflight_t;
 
@@ -60,6 +62,8 @@ typedef struct pool_conn {
     h2o_timeout_entry_t idle_entry; /* IDLE: the idle timeout */
     timer_entry_t connect_deadline; /* CONNECTING: on pool->timers */
     timer_entry_t query_deadline;   /* BUSY: the oldest query's backstop, on pool->timers */
+    timer_entry_t answer_deadline;  /* BUSY, pipeline mode: when the oldest query still
+                                       waiting for its answer is due (see on_answer_due) */
     unsigned head, count;           /* the FIFO of queries in flight: slots[head], then onwards */
     pool_inflight_t slots[];        /* pool->per_conn of them */
 } pool_conn_t;
@@ -146,6 +150,7 @@ static void pool_conn_set_state(pool_conn_t *conn, enum pool_conn_state next)
     h2o_timeout_unlink(&conn->idle_entry);
     timers_unlink(pool->timers, &conn->connect_deadline);
     timers_unlink(pool->timers, &conn->query_deadline);
+    timers_unlink(pool->timers, &conn->answer_deadline);
     conn->state = next;
     switch (next) {
     case POOL_CONN_CONNECTING:
@@ -201,7 +206,6 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
 static int conn_send(pool_conn_t *conn, pool_query_t *q)
 {
     pool_t *pool = conn->pool;
-    const pool_statement_t *st = &pool->statements[q->statement];
     uint64_t now = stats_now_ns();
 
     assert(conn->count < pool->per_conn);
@@ -210,16 +214,19 @@ static int conn_send(pool_conn_t *conn, pool_query_t *q)
     pool_inflight_t *slot = &conn->slots[(conn->head + conn->count) % pool->per_conn];
     slot->query = q;
     slot->statement = q->statement;
+    slot->timed_out = 0;
     slot->sent_ns = now;
     conn->count++;
     STAT_ADD(pool->in_flight, 1);
     q->state = POOL_QUERY_RUNNING;
     q->conn = conn;
-    int prepared = pool->settings.prepared;
-    if (pgconn_send(conn->pg, prepared ? st->name : st->sql, prepared, st->nparams, q->params) != 0)
+    if (pgconn_send(conn->pg, (unsigned)q->statement, q->params) != 0)
         return -1; /* conn is gone */
     if (conn->count == 1 && pool->has_query_timeout)
         timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
+    /* Deadlines come in the order queries are sent: one timer, for the oldest. */
+    if (pool->per_conn > 1 && pool->has_query_timeout && !timers_is_linked(&conn->answer_deadline))
+        timers_link(pool->timers, &conn->answer_deadline, now + pool->query_timeout_ns);
     return 0;
 }
 
@@ -245,6 +252,7 @@ static void conn_fill(pool_conn_t *conn)
 static void on_idle_timeout(h2o_timeout_entry_t *entry);
 static void on_connect_timeout(timer_entry_t *entry);
 static void on_query_timeout(timer_entry_t *entry);
+static void on_answer_due(timer_entry_t *entry);
 
 static void start_connection(pool_t *pool)
 {
@@ -257,6 +265,7 @@ static void start_connection(pool_t *pool)
     conn->idle_entry.cb = on_idle_timeout;
     conn->connect_deadline.cb = on_connect_timeout;
     conn->query_deadline.cb = on_query_timeout;
+    conn->answer_deadline.cb = on_answer_due;
     pool_conn_set_state(conn, POOL_CONN_CONNECTING);
     conn_log(debug, conn, "%s", "connecting");
     /* pgconn_start never calls back before returning. */
@@ -290,8 +299,7 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
     pool_t *pool = conn->pool;
     enum pool_conn_state was = conn->state;
     unsigned round = conn->backoff_round;
-    pool_query_t *queries[POOL_DEPTH_MAX];
-    unsigned n = 0;
+    h2o_linklist_t orphans; /* the queries still to answer, oldest first */
 
     if (err == POOL_ERR_SHUTDOWN || reason == NULL)
         conn_log(debug, conn, "closed: %s", reason != NULL ? reason : "idle timeout");
@@ -299,18 +307,33 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
         conn_log(warn, conn, "discarded with %u queries in flight: %s", conn->count, reason);
     else
         conn_log(warn, conn, "discarded: %s", reason);
-    for (unsigned i = 0; i < conn->count; i++)
-        queries[n++] = conn->slots[(conn->head + i) % pool->per_conn].query;
+    /* Before the connection is freed and before any callback runs, every query
+     * leaves it: a callback may end another request (an HTTP/2 connection
+     * closing takes all its streams), whose clean-up then cancels its query
+     * through this list, never through the freed connection. */
+    h2o_linklist_init_anchor(&orphans);
+    for (unsigned i = 0; i < conn->count; i++) {
+        pool_query_t *q = conn->slots[(conn->head + i) % pool->per_conn].query;
+        if (q == NULL)
+            continue; /* its requester left already */
+        q->state = POOL_QUERY_ORPHANED;
+        q->conn = NULL;
+        h2o_linklist_insert(&orphans, &q->link);
+    }
+    int first = conn->count > 0 && conn->slots[conn->head].query != NULL;
     STAT_SUB(pool->in_flight, conn->count);
     pool_conn_set_state(conn, POOL_CONN_GONE);
     pgconn_close(conn->pg);
     free(conn);
 
-    /* Every query is answered once, and the pool no longer refers to any of
-     * them before the first callback runs. */
-    for (unsigned i = 0; i < n; i++)
-        if (queries[i] != NULL)
-            finish_query(queries[i], NULL, i == 0 ? err : POOL_ERR_UNAVAILABLE);
+    /* Every query still wanted is answered once; one cancelled by an earlier
+     * callback has left the list. */
+    while (!h2o_linklist_is_empty(&orphans)) {
+        pool_query_t *q = H2O_STRUCT_FROM_MEMBER(pool_query_t, link, orphans.next);
+        h2o_linklist_unlink(&q->link);
+        finish_query(q, NULL, first ? err : POOL_ERR_UNAVAILABLE);
+        first = 0;
+    }
     if (was == POOL_CONN_CONNECTING && err == POOL_ERR_UNAVAILABLE) {
         /* The database cannot be reached: back off, and when no connection is
          * left, fail the waiters now rather than let them hang (fast-fail).
@@ -385,7 +408,7 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
              * or someone's pg_cancel_backend, which is no timeout. */
             err =
                 is_statement_timeout(pool, res, took) ? POOL_ERR_QUERY_TIMEOUT : POOL_ERR_CANCELED;
-            if (err == POOL_ERR_QUERY_TIMEOUT)
+            if (err == POOL_ERR_QUERY_TIMEOUT && !done.timed_out)
                 STAT_ADD(pool->stats.query_timeouts, 1);
             conn_log(debug, conn, "%s",
                      err == POOL_ERR_CANCELED ? "statement cancelled" : "statement timed out");
@@ -428,9 +451,46 @@ static void on_query_timeout(timer_entry_t *entry)
 {
     pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, query_deadline, entry);
     /* The server did not answer even its own statement_timeout. libpq 15 has
-     * no non-blocking cancel: the connection is replaced, never half-read. */
-    STAT_ADD(conn->pool->stats.query_timeouts, 1);
+     * no non-blocking cancel: the connection is replaced, never half-read.
+     * (In pipeline mode the oldest query may have been counted by its deadline.) */
+    if (!conn->slots[conn->head].timed_out)
+        STAT_ADD(conn->pool->stats.query_timeouts, 1);
     conn_discard(conn, POOL_ERR_QUERY_TIMEOUT, "query deadline passed");
+}
+
+/* Pipeline mode: QUERY_TIMEOUT_MS bounds each query from the moment it is sent
+ * on its connection. statement_timeout alone would not: the server runs a
+ * connection's statements one after the other, and each one's timeout starts
+ * only when it starts, so a query behind k slow ones could wait k times as
+ * long. Every query whose time is up is answered POOL_ERR_QUERY_TIMEOUT now;
+ * its slot stays until the server's result comes, which is then dropped. The
+ * statement may still run after its answer: libpq 15 cannot cancel it without
+ * blocking, and it is already on the server's side of the socket. */
+static void on_answer_due(timer_entry_t *entry)
+{
+    pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, answer_deadline, entry);
+    pool_t *pool = conn->pool;
+    uint64_t now = stats_now_ns();
+
+    /* A callback must not put a new query on this connection while it is walked. */
+    conn->delivering = 1;
+    for (unsigned i = 0; i < conn->count; i++) {
+        pool_inflight_t *slot = &conn->slots[(conn->head + i) % pool->per_conn];
+        if (slot->query == NULL)
+            continue;
+        if (slot->sent_ns + pool->query_timeout_ns > now) {
+            timers_link(pool->timers, &conn->answer_deadline,
+                        slot->sent_ns + pool->query_timeout_ns);
+            break;
+        }
+        pool_query_t *q = slot->query;
+        slot->query = NULL;
+        slot->timed_out = 1;
+        q->duration_ns = now - slot->sent_ns;
+        STAT_ADD(pool->stats.query_timeouts, 1);
+        finish_query(q, NULL, POOL_ERR_QUERY_TIMEOUT);
+    }
+    conn->delivering = 0;
 }
 
 static void on_acquire_timeout(h2o_timeout_entry_t *entry)
@@ -483,6 +543,7 @@ void pool_start(pool_t *pool, h2o_loop_t *loop, timers_t *timers)
     /* The server's statement_timeout ends a slow query and keeps the connection;
      * this deadline, a second later, catches a database that stopped answering. */
     pool->query_deadline_ns = ((uint64_t)s->query_timeout_ms + 1000) * 1000000;
+    pool->query_timeout_ns = (uint64_t)s->query_timeout_ms * 1000000;
     pool->connect_timeout_ns = (uint64_t)s->connect_timeout_ms * 1000000;
     h2o_timeout_init(loop, &pool->retry_timeout, 100);
     h2o_timeout_init(loop, &pool->defer_timeout, 0);
@@ -562,6 +623,10 @@ void pool_query_cancel(pool_t *pool, pool_query_t *q)
         list_remove(&pool->waiting, &q->link);
         h2o_timeout_unlink(&q->acquire_entry);
         break;
+    case POOL_QUERY_ORPHANED:
+        /* Its connection is gone; conn_discard has not answered it yet. */
+        h2o_linklist_unlink(&q->link);
+        break;
     case POOL_QUERY_RUNNING: {
         /* The connection keeps the slot until the result comes, then drops it. */
         pool_conn_t *conn = q->conn;
@@ -581,7 +646,7 @@ void pool_query_cancel(pool_t *pool, pool_query_t *q)
 
 int pool_has_live_connection(pool_t *pool)
 {
-    return pool->idle.len + pool->busy.len > 0;
+    return STAT_READ(pool->idle.len) + STAT_READ(pool->busy.len) > 0;
 }
 
 void pool_shutdown(pool_t *pool)

@@ -58,10 +58,12 @@ typedef struct pool_query pool_query_t;
 typedef void (*pool_query_cb)(pool_query_t *q, PGresult *res, enum pool_error err);
 
 enum pool_query_state {
-    POOL_QUERY_NEW,     /* the caller's zeroed memory, before pool_query */
-    POOL_QUERY_WAITING, /* on pool->waiting */
-    POOL_QUERY_RUNNING, /* sent on conn, in its FIFO of queries in flight */
-    POOL_QUERY_DONE,    /* callback called, or cancelled */
+    POOL_QUERY_NEW,      /* the caller's zeroed memory, before pool_query */
+    POOL_QUERY_WAITING,  /* on pool->waiting */
+    POOL_QUERY_RUNNING,  /* sent on conn, in its FIFO of queries in flight */
+    POOL_QUERY_ORPHANED, /* its connection was discarded; waits for its answer on the
+                            discard's list (q->link), its connection already freed */
+    POOL_QUERY_DONE,     /* callback called, or cancelled */
 };
 
 /* One query. Ownership: the caller's memory (usually part of a request's
@@ -75,7 +77,7 @@ struct pool_query {
     uint64_t duration_ns; /* set before the callback: from send to result */
     /* private to the pool */
     enum pool_query_state state;
-    h2o_linklist_t link;               /* in pool->waiting */
+    h2o_linklist_t link;               /* in pool->waiting, or a discard's list */
     h2o_timeout_entry_t acquire_entry; /* acquire deadline while waiting */
     struct pool *pool;                 /* while waiting or running */
     struct pool_conn *conn;            /* while running */
@@ -101,7 +103,8 @@ typedef struct pool_stats {
     uint64_t connection_errors; /* connects that failed, and connections that broke */
     uint64_t rejected;          /* POOL_QUEUE_FULL, POOL_DOWN, and POOL_ERR_SHUTDOWN at once */
     uint64_t acquire_timeouts;
-    uint64_t query_timeouts; /* statement_timeout and the backstop; not a user's cancel */
+    uint64_t query_timeouts; /* statement_timeout, the pipeline deadline and the backstop,
+                                once per query; not a user's cancel */
     histogram_t acquire;     /* seconds from enqueue to connection handed over */
     histogram_t query[POOL_STATEMENTS_MAX]; /* seconds from send to result, per statement */
 } pool_stats_t;
@@ -115,8 +118,9 @@ typedef struct pool_settings {
     int idle_timeout_ms;    /* an idle connection is closed after this long */
     int acquire_timeout_ms; /* longest wait for a connection; 0 = wait forever */
     int connect_timeout_ms; /* longest time to open a connection */
-    int query_timeout_ms;   /* the server's statement_timeout; the loop's backstop deadline
-                               comes a second later; 0 = none */
+    int query_timeout_ms;   /* the server's statement_timeout, and in pipeline mode (depth > 0)
+                               each query's deadline from being sent; the loop's backstop
+                               comes a second after the oldest query started; 0 = none */
     int prepared;           /* 1: named prepared statements; 0: unnamed, like node-postgres */
     int depth;              /* --pipeline: queries in flight per connection; 0 = no pipeline */
 } pool_settings_t;
@@ -134,7 +138,7 @@ typedef struct pool {
     size_t in_flight; /* queries sent and not yet answered, over every connection (a gauge) */
 
     timers_t *timers; /* the loop's: connect and query deadlines */
-    uint64_t connect_timeout_ns, query_deadline_ns;
+    uint64_t connect_timeout_ns, query_deadline_ns, query_timeout_ns;
     h2o_timeout_t idle_timeout, acquire_timeout, retry_timeout, defer_timeout;
     h2o_timeout_entry_t retry_entry; /* opens a connection again after a back-off */
     int has_acquire_timeout, has_query_timeout;
@@ -166,7 +170,8 @@ NOTESD_MUSTCHECK enum pool_admit pool_query(pool_t *pool, pool_query_t *q);
  * callback follows. Does nothing for a query that is done. */
 void pool_query_cancel(pool_t *pool, pool_query_t *q);
 
-/* 1 if at least one connection is open (idle or busy). */
+/* 1 if at least one connection is open (idle or busy). The one function any
+ * thread may call, for any loop's pool: it reads two list lengths (STAT_READ). */
 int pool_has_live_connection(pool_t *pool);
 
 /* Starts the drain: closes idle connections; running and already waiting

@@ -2,7 +2,8 @@
  * request.c - the request context's life: begin, timer, Server-Timing, dispose (see request.h).
  */
 #include <assert.h>
-#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <cJSON.h>
@@ -34,6 +35,31 @@ static void log_request(notesd_req_t *r, double seconds, const traceparent_t *tr
               id);
 }
 
+enum client_state {
+    CLIENT_THERE,       /* the connection is established */
+    CLIENT_HALF_CLOSED, /* the client sent FIN: it sends no more, it may still read */
+    CLIENT_RESET,       /* the connection was reset, or is closing */
+};
+
+/* The request's client, as its TCP connection stands: one getsockopt, which
+ * copies out only tcp_info's first byte, the state. Pipelined requests the
+ * client sent before its FIN are already in h2o's buffer. */
+static enum client_state client_state(notesd_req_t *r)
+{
+    h2o_conn_t *conn = r->req->conn;
+    h2o_socket_t *sock =
+        conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+    uint8_t state;
+    socklen_t len = sizeof(state);
+
+    if (sock == NULL ||
+        getsockopt(h2o_socket_get_fd(sock), IPPROTO_TCP, TCP_INFO, &state, &len) != 0 || len < 1)
+        return CLIENT_THERE;
+    if (state == TCP_ESTABLISHED)
+        return CLIENT_THERE;
+    return state == TCP_CLOSE_WAIT ? CLIENT_HALF_CLOSED : CLIENT_RESET;
+}
+
 /* Runs when h2o disposes of the request: after its response was written, or
  * when the connection closed first (status 0). */
 static void on_request_disposed(void *p)
@@ -45,7 +71,17 @@ static void on_request_disposed(void *p)
         r->on_dispose(r);
     if (r->stats == NULL)
         return;
-    r->status = r->client_gone ? 0 : r->req->res.status;
+    /* A half-closed client that closed entirely resets the connection when the
+     * answer reaches it: on loopback, before h2o disposes of the request. */
+    if (r->half_closed && r->gone == REQUEST_PRESENT && client_state(r) == CLIENT_RESET) {
+        r->gone = REQUEST_GONE_RESET;
+        r->unanswered = 1;
+    }
+    r->status = r->unanswered ? 0 : r->req->res.status;
+    if (r->status == 0 && r->gone == REQUEST_PRESENT && !r->own_reset)
+        r->gone = REQUEST_GONE_ABORTED;
+    if (r->gone != REQUEST_PRESENT)
+        STAT_ADD(r->stats->clients_gone[r->gone - 1], 1);
     double seconds = (double)(stats_now_ns() - r->start_ns) / 1e9;
     uint8_t method = method_index(r->req->method);
     int traced = request_trace(r, &trace);
@@ -146,20 +182,25 @@ void request_timer_cancel(notesd_req_t *r)
 
 int request_client_gone(notesd_req_t *r)
 {
+    switch (client_state(r)) {
+    case CLIENT_THERE:
+        return 0;
+    case CLIENT_HALF_CLOSED:
+        if (r->settings->answer_half_closed) {
+            r->half_closed = 1;
+            return 0;
+        }
+        r->gone = REQUEST_GONE_HALF_CLOSED;
+        break;
+    case CLIENT_RESET:
+        r->gone = REQUEST_GONE_RESET;
+        break;
+    }
+    /* Requests pipelined behind this one are dropped unread, not run for nobody. */
+    r->req->http1_is_persistent = 0;
+    r->unanswered = !r->started;
     h2o_conn_t *conn = r->req->conn;
-    h2o_socket_t *sock =
-        conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
-    char byte;
-
-    if (sock == NULL)
-        return 0;
-    int fd = h2o_socket_get_fd(sock);
-    /* Bytes waiting (a pipelined request) mean the client is still there. */
-    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
-        return 0;
-    r->client_gone = 1;
-    shutdown(fd, SHUT_RDWR);
+    shutdown(h2o_socket_get_fd(conn->callbacks->get_socket(conn)), SHUT_RDWR);
     return 1;
 }
 

@@ -38,6 +38,8 @@ typedef struct request_ws_limits {
  * request's context points at its port's; the route handlers read theirs here. */
 typedef struct request_settings {
     int server_timing;      /* SERVER_TIMING: send Server-Timing on measured responses */
+    int answer_half_closed; /* HALF_CLOSE=answer: a client that shut down its sending side
+                               still gets its answer (request_client_gone) */
     int primes_max;         /* PRIMES_MAX: the largest ?below= of /primes */
     size_t max_body_bytes;  /* MAX_BODY_BYTES: a larger request body gets 413 */
     const char *static_dir; /* STATIC_DIR: served under /static/ (read by its set-up hook) */
@@ -50,10 +52,14 @@ struct notesd_req {
     stats_loop_t *stats; /* the loop's counters; NULL: not measured (the metrics port) */
     uint64_t start_ns;   /* when the handler received the request (stats_now_ns) */
     uint64_t db_ns;      /* time spent in database queries, for Server-Timing */
-    int status;          /* the status recorded when the request ended (0: client left) */
+    int status;          /* the status recorded when the request ended (0: no answer sent) */
     uint8_t route;       /* enum route_id (routes.h) */
     uint8_t timing_sent; /* 1 once the Server-Timing header was added */
-    uint8_t client_gone; /* 1: the client left while we waited; recorded as status 0 */
+    uint8_t started;     /* 1 once the response has started (respond_start) */
+    uint8_t gone;        /* enum request_gone: how the client was found gone, if it was */
+    uint8_t unanswered;  /* 1: gone before its response started; recorded as status 0 */
+    uint8_t half_closed; /* HALF_CLOSE=answer: answered a client that had half-closed */
+    uint8_t own_reset;   /* the handler reset the connection itself (/fault): not a client's */
     uint8_t trace_state; /* enum request_trace_state: what request_trace found so far */
     h2o_iovec_t param;   /* MATCH_PARAM: the `:param` segment, percent-decoded; MATCH_PREFIX:
                             the rest of the path after the prefix and its "/", as sent */
@@ -101,6 +107,16 @@ enum request_trace_state {
     REQUEST_TRACE_FOUND,   /* a valid one */
 };
 
+/* How a request's client was found gone; each is counted in the loop's
+ * stats (clients_gone[gone - 1]). Only GONE_HALF_CLOSED depends on HALF_CLOSE. */
+enum request_gone {
+    REQUEST_PRESENT = 0,
+    REQUEST_GONE_HALF_CLOSED, /* it had shut down its sending side (FIN), with HALF_CLOSE=abort */
+    REQUEST_GONE_RESET,       /* its connection was reset (RST), or its answer was reset */
+    REQUEST_GONE_ABORTED,     /* h2o ended the connection or the stream first (an HTTP/2
+                                 RST_STREAM, a connection closed): no answer was started */
+};
+
 /* The `method` label values; a request's method is one of the first seven or "other". */
 extern const char *const request_method_labels[];
 #define REQUEST_NUM_METHODS 8
@@ -144,12 +160,17 @@ NOTESD_MUSTCHECK int request_timer_arm(notesd_req_t *r, timers_t *timers, uint64
 /* Takes r's timer back, if armed; a clean-up (r->on_dispose) of its own. */
 void request_timer_cancel(notesd_req_t *r);
 
-/* For a handler about to answer after waiting (a query, a timer): 1 if the
- * client has gone meanwhile (its socket shows EOF or a reset). h2o 2.2.5 stops
- * reading an HTTP/1 connection while its request is handled, so it would not
- * notice. The request is then recorded with status 0, and the socket is shut
- * down so the answer the handler still hands h2o is never written: h2o's
- * write fails and it closes the connection at once. */
+/* For a handler about to answer after waiting (a query, a timer, the next
+ * /drip chunk): 1 if the client has gone meanwhile. h2o 2.2.5 stops reading an
+ * HTTP/1 connection while its request is handled, so it would not notice. The
+ * TCP state tells: a reset connection is gone; one whose client shut down its
+ * sending side (FIN: `nc -N`, a script that half-closes, or a client that
+ * closed entirely, which cannot be told apart until an answer reaches it) is
+ * gone with HALF_CLOSE=abort, as Node's HTTP server ends such a connection,
+ * and answered with HALF_CLOSE=answer. A gone request is recorded with status 0
+ * (or, when its response had started, with that status, cut short), counted
+ * by how it went, and its socket is shut down so the answer the handler still
+ * hands h2o is never written: h2o's write fails and it closes the connection. */
 int request_client_gone(notesd_req_t *r);
 
 /* Adds `Server-Timing: db;dur=X, total;dur=Y` (milliseconds with microsecond

@@ -116,13 +116,25 @@ int req_is_get(h2o_req_t *req)
            h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
 }
 
+int respond_status_has_content(int status)
+{
+    /* RFC 9110: 1xx (15.2), 204 (15.3.5), 205 (15.3.6) and 304 (15.4.5) carry no content. */
+    return status >= 200 && status != 204 && status != 205 && status != 304;
+}
+
 void respond_start(notesd_req_t *r, int status, const char *content_type, size_t len)
 {
     h2o_req_t *req = r->req;
 
+    r->started = 1;
     req->res.status = status;
     req->res.reason = reason_of(status);
-    if (status == 204 || status == 304) {
+    if (status == 205) {
+        /* Express 5's res.send for a 205: Content-Length 0, no body; the type stays. */
+        req->res.content_length = 0;
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type,
+                       strlen(content_type));
+    } else if (!respond_status_has_content(status)) {
         /* No body, and (RFC 9110) no Content-Length or Content-Type. */
         req->res.content_length = SIZE_MAX;
     } else {
@@ -147,7 +159,7 @@ void respond(notesd_req_t *r, int status, const char *content_type, const char *
     respond_start(r, status, content_type, len);
     h2o_start_response(req, &generator);
     /* h2o 2.2.5 does not strip the body of a HEAD response itself. */
-    if (req_is_head(req) || req->res.content_length == SIZE_MAX)
+    if (req_is_head(req) || !respond_status_has_content(status))
         h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
     else
         h2o_send(req, &buf, 1, H2O_SEND_STATE_FINAL);

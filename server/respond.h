@@ -21,9 +21,14 @@ void respond(notesd_req_t *r, int status, const char *content_type, const char *
 
 /* Sets what respond() sets before its body (status and reason, Content-Length
  * `len`, Content-Type, Server-Timing), for handlers that then stream the body
- * themselves with h2o_start_response and h2o_send. A 204 or 304 gets no
- * Content-Length and no Content-Type, and must be sent without a body. */
+ * themselves with h2o_start_response and h2o_send. A status that carries no
+ * content (respond_status_has_content) must be sent without a body: a 1xx, 204
+ * or 304 gets no Content-Length and no Content-Type, a 205 `Content-Length: 0`
+ * (as Express 5 sends it). respond() drops the body of those itself. */
 void respond_start(notesd_req_t *r, int status, const char *content_type, size_t len);
+
+/* 0 for the statuses RFC 9110 forbids content in (1xx, 204, 205, 304), else 1. */
+int respond_status_has_content(int status);
 
 /* {"error":"<message>"}; `message` is escaped, so any text is safe. */
 void respond_error(notesd_req_t *r, int status, const char *message);

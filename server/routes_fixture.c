@@ -66,6 +66,20 @@ static int path_knob(notesd_req_t *r, const char *name, long lo, long hi, long *
 
 /* ---- streamed bodies: /bytes/:n and /drip --------------------------------------------------- */
 
+static void stream_pump(notesd_req_t *r);
+
+/* A drip instant: the next chunk goes out, unless the client has gone while it
+ * waited (HALF_CLOSE decides for a half-closed one); then the body ends short,
+ * as a broken stream, and the request keeps the status its headers carried. */
+static void on_drip_due(notesd_req_t *r)
+{
+    if (request_client_gone(r)) {
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+        return;
+    }
+    stream_pump(r);
+}
+
 /* Hands h2o the next chunk that is due, or arms the timer for the next drip
  * instant. Runs when the response starts, when h2o has written the previous
  * chunk (proceed), and when a drip instant comes; never while a chunk is in
@@ -84,7 +98,7 @@ static void stream_pump(notesd_req_t *r)
             due = f->total * passed / f->chunks;
         if (due <= f->sent) {
             uint64_t at = r->start_ns + span_ns * passed / (f->chunks - 1);
-            if (request_timer_arm(r, &this_loop->timers, at, stream_pump) != 0) {
+            if (request_timer_arm(r, &this_loop->timers, at, on_drip_due) != 0) {
                 /* No timer left: end the response short, as a broken stream. */
                 h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
             }
@@ -237,8 +251,10 @@ static void on_fault_due(notesd_req_t *r)
 static void on_fault_dispose(notesd_req_t *r)
 {
     request_timer_cancel(r);
-    if (r->u.fixture.action == FAULT_RESET)
+    if (r->u.fixture.action == FAULT_RESET) {
         r->req->res.status = 0;
+        r->own_reset = 1; /* not a client gone */
+    }
 }
 
 /* GET /fault/:status[?every=N][&delay_ms=D][&action=reset|close_after_headers] */

@@ -246,9 +246,9 @@ static void pool_metrics(out_t *o)
     family(o, "notes_db_pool_acquire_timeouts_total", "counter",
            "Queries that waited longer than POOL_ACQUIRE_TIMEOUT_MS (503).");
     put(o, "notes_db_pool_acquire_timeouts_total %llu\n", (unsigned long long)acquire_timeouts);
-    family(
-        o, "notes_db_query_timeouts_total", "counter",
-        "Queries that ran past QUERY_TIMEOUT_MS (504): statement_timeout, or the loop's backstop.");
+    family(o, "notes_db_query_timeouts_total", "counter",
+           "Queries that ran past QUERY_TIMEOUT_MS (504), each once: statement_timeout, the "
+           "--pipeline deadline from sending, or the loop's backstop.");
     put(o, "notes_db_query_timeouts_total %llu\n", (unsigned long long)query_timeouts);
 }
 
@@ -324,7 +324,8 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     uint64_t accepted = 0, stalls = 0, stall_ns = 0;
 
     family(o, "http_requests_total", "counter",
-           "Requests answered, by method, route template and status (0: client left first).");
+           "Requests answered, by method, route template and status (0: no answer was sent, "
+           "the client gone first or /fault's reset).");
     for (size_t i = 0; i < nseries; i++) {
         http_series_t *s = &series[i];
         put(o, "http_requests_total{method=\"%s\",path=\"%s\",status_code=\"",
@@ -359,19 +360,18 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     put(o, "http_requests_in_flight %lld\n", (long long)in_flight);
     family(o, "notes_http_connections", "gauge", "Open HTTP connections on both ports.");
     put(o, "notes_http_connections %zu\n", connections);
-    size_t max = 0;
+    size_t max = server.api_budget.max;
     uint64_t paused_full = 0, paused_fds = 0;
     for (int l = 0; l < server.nloops; l++) {
-        max += server.loops[l].listen.api_budget.max;
         paused_full += STAT_READ(server.loops[l].stats.accept_paused_full);
         paused_fds += STAT_READ(server.loops[l].stats.accept_paused_fds);
     }
     family(o, "notes_http_connections_max", "gauge",
-           "Most open API connections, plain and TLS (MAX_CONNECTIONS); beyond it clients wait "
-           "in the backlog.");
+           "Most open API connections, plain and TLS, all loops together (MAX_CONNECTIONS); "
+           "beyond it clients wait in the backlog.");
     put(o, "notes_http_connections_max %zu\n", max);
     family(o, "notes_http_accept_paused_total", "counter",
-           "Times a listener stopped accepting: at its connection limit, or out of descriptors.");
+           "Times a listener stopped accepting: at MAX_CONNECTIONS, or out of descriptors.");
     put(o, "notes_http_accept_paused_total{reason=\"max_connections\"} %llu\n",
         (unsigned long long)paused_full);
     put(o, "notes_http_accept_paused_total{reason=\"fd_exhausted\"} %llu\n",
@@ -379,6 +379,19 @@ static void http_metrics(out_t *o, http_series_t *series, size_t nseries)
     family(o, "notes_http_connections_accepted_total", "counter",
            "Connections accepted on the API ports (plain and TLS), every protocol.");
     put(o, "notes_http_connections_accepted_total %llu\n", (unsigned long long)accepted);
+    uint64_t gone[STATS_GONE_REASONS] = {0};
+    for (int l = 0; l < server.nloops; l++)
+        for (size_t i = 0; i < STATS_GONE_REASONS; i++)
+            gone[i] += STAT_READ(server.loops[l].stats.clients_gone[i]);
+    family(o, "notes_http_clients_gone_total", "counter",
+           "Requests whose client was found gone before its answer was complete, by how: "
+           "half_closed (FIN, HALF_CLOSE=abort), reset (RST), aborted (h2o ended the "
+           "connection or stream first).");
+    /* In the order of enum request_gone (request.h), after REQUEST_PRESENT. */
+    static const char *const gone_reasons[STATS_GONE_REASONS] = {"half_closed", "reset", "aborted"};
+    for (size_t i = 0; i < STATS_GONE_REASONS; i++)
+        put(o, "notes_http_clients_gone_total{reason=\"%s\"} %llu\n", gone_reasons[i],
+            (unsigned long long)gone[i]);
     family(o, "notes_stalls_total", "counter", "Pauses of an event loop made by GET /stall.");
     put(o, "notes_stalls_total %llu\n", (unsigned long long)stalls);
     family(o, "notes_stall_seconds_total", "counter",
@@ -534,14 +547,16 @@ static void on_ping_done(pool_query_t *q, PGresult *res, enum pool_error err)
         respond_error(r, 503, "database unreachable");
 }
 
-/* /readyz, any method: 200 when the pool can reach the database. With a
- * connection open that is known; otherwise a `select 1` goes through the pool. */
+/* /readyz, any method: 200 when the pools can reach the database. With a
+ * connection open on any loop's pool that is known; otherwise a `select 1`
+ * goes through this loop's pool (loop 0's: the metrics port's). */
 int metrics_readyz(notesd_req_t *r)
 {
-    if (pool_has_live_connection(&this_loop->pool)) {
-        respond(r, 200, CT_JSON, "{\"status\":\"ready\"}", 18);
-        return 0;
-    }
+    for (int l = 0; l < server.nloops; l++)
+        if (pool_has_live_connection(&server.loops[l].pool)) {
+            respond(r, 200, CT_JSON, "{\"status\":\"ready\"}", 18);
+            return 0;
+        }
     struct request_db *db = request_db(r, STMT_PING, on_ping_done);
     if (pool_query(&this_loop->pool, &db->query) != POOL_ADMITTED)
         respond_error(r, 503, "database unreachable");

@@ -55,6 +55,7 @@ uint64_t stats_now_ns(void);
 #define STATS_HTTP_SERIES_MAX 256
 #define STATS_OTHER UINT8_MAX   /* route or method index of the overflow series */
 #define STATS_STATUS_OTHER (-1) /* status of a series that stands for several */
+#define STATS_GONE_REASONS 3    /* ways a client is found gone (request.h's enum request_gone) */
 
 /* The last traced request that landed in one bucket: an OpenMetrics exemplar.
  * Written by the loop's thread and read by the metrics page's, with a sequence
@@ -90,6 +91,8 @@ typedef struct stats_loop {
     uint64_t accept_paused_fds;  /* times accept failed for want of descriptors (EMFILE...) */
     uint64_t stalls, stall_ns;   /* /stall's pauses of this loop, and their total length */
     uint64_t sse_events;         /* /sse's events handed to h2o */
+    uint64_t clients_gone[STATS_GONE_REASONS]; /* requests whose client was found gone, by
+                                                  how (named above: request.h) */
 } stats_loop_t;
 
 void stats_loop_init(stats_loop_t *m);

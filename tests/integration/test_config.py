@@ -68,6 +68,7 @@ class ConfigTest(unittest.TestCase):
             (["--port"], {}, "needs a value"),
             (["stray"], {}, "unexpected argument"),
             ([], {"PORT": "abc"}, "PORT: 'abc' is not an integer"),
+            ([], {"HALF_CLOSE": "maybe"}, "HALF_CLOSE: 'maybe' is not one of abort|answer"),
             (["--port", "70000"], {}, "not an integer in 0..65535"),
             (["--pool-max", "0"], {}, "not an integer in 1..1000"),
             (["--pool-max=-3"], {}, "not an integer"),

@@ -16,6 +16,7 @@ import unittest
 
 from notes_testlib import (SANITIZED, Notesd, create_database, db_connect, main, poll, proc_stat,
                            request)
+from test_edges import body_of
 from test_fixture import make_certificate
 from test_metrics import parse, value
 
@@ -97,8 +98,8 @@ class AdmissionTest(unittest.TestCase):
         try:
             m = parse(server.metrics())
             limit = int(value(m, "notes_http_connections_max"))
-            # The default: RLIMIT_NOFILE - POOL_MAX - 10 per loop - 24.
-            self.assertEqual(limit, NOFILE - 2 - 10 - 24)
+            # The default: RLIMIT_NOFILE - 2 per database connection - 7 per loop - 31.
+            self.assertEqual(limit, NOFILE - 2 * 2 - 7 - 31)
             socks = open_connections(server.port, 100)
             poll(lambda: value(parse(server.metrics()), "notes_http_connections") >= limit,
                  what="the API port full")
@@ -123,7 +124,7 @@ class AdmissionTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0, server.output)
 
     def test_tls_connections_count_toward_max_connections(self):
-        """The TLS listener draws on its loop's share of MAX_CONNECTIONS with the
+        """The TLS listener draws on MAX_CONNECTIONS with the
         API one: two plain and two TLS connections fill a limit of 4, a client
         on either port then waits in the backlog, and each close lets one in."""
         tmp = tempfile.mkdtemp(prefix="notesd-tls-")
@@ -164,6 +165,93 @@ class AdmissionTest(unittest.TestCase):
         finally:
             close_all(socks)
             shutil.rmtree(tmp, ignore_errors=True)
+            self.assertEqual(server.stop(), 0, server.output)
+
+    def test_with_a_large_pool_every_client_is_served_and_the_pool_never_starves(self):
+        """prlimit --nofile=200, POOL_MAX=60 (120 descriptors when full), and a
+        hundred clients whose queries all wait on a locked table, so the pool
+        grows as far as the admitted clients need: the default MAX_CONNECTIONS
+        leaves room for both, so nobody meets EMFILE, neither accept nor the
+        pool, and every client is answered, from the backlog if need be."""
+        server = Notesd(self.db_url, env={"POOL_MAX": "60"},
+                        wrapper=("prlimit", "--nofile=200:200"))
+        locker = db_connect("edge_admission")
+        locker.autocommit = False
+        statuses, lock = [], threading.Lock()
+
+        def client(n):
+            try:
+                with socket.create_connection(("127.0.0.1", server.port), timeout=30) as c:
+                    c.sendall(b"GET /notes/%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                              % n)
+                    data = b""
+                    while True:
+                        chunk = c.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                status = int(data.split(b" ", 2)[1]) if data else "no answer"
+            except OSError as e:
+                status = type(e).__name__
+            with lock:
+                statuses.append(status)
+        try:
+            limit = int(value(parse(server.metrics()), "notes_http_connections_max"))
+            self.assertEqual(limit, 200 - 2 * 60 - 7 - 31)
+            locker.cursor().execute("lock table notes in access exclusive mode")
+            clients = [threading.Thread(target=client, args=(n,)) for n in range(1, 101)]
+            for c in clients:
+                c.start()
+            poll(lambda: value(parse(server.metrics()), "notes_http_connections") >= limit,
+                 what="the API port full")
+            time.sleep(0.5)
+            m = parse(server.metrics())
+            held = (value(m, "notes_db_pool_connections"), proc_stat(server.proc.pid)[2])
+            locker.rollback()
+            for c in clients:
+                c.join(60)
+            m = parse(server.metrics())
+            figure(f"nofile 200, POOL_MAX 60: MAX_CONNECTIONS {limit}; with the table locked "
+                   f"{held[0]:.0f} database connections and {held[1]} descriptors; "
+                   f"answers {sorted(set(map(str, statuses)))}, "
+                   f"{value(m, 'notes_db_connection_errors_total'):.0f} connection errors")
+            self.assertEqual(statuses, [200] * 100)
+            self.assertEqual(value(m, "notes_db_connection_errors_total"), 0)
+            self.assertEqual(value(m, "notes_db_pool_rejected_total"), 0)
+            self.assertEqual(value(m, "notes_http_accept_paused_total", reason="fd_exhausted"), 0)
+        finally:
+            locker.close()
+            self.assertEqual(server.stop(), 0, server.output)
+
+    def test_max_connections_is_one_limit_for_every_loop(self):
+        """Two loops, MAX_CONNECTIONS=30: the kernel hashes clients onto the two
+        listening sockets unevenly, yet all 30 are admitted at once (a share of
+        15 per loop would leave some waiting), and the 31st waits whichever loop
+        it lands on, until a connection on either loop closes."""
+        server = Notesd(self.db_url, env={"POOL_MAX": "2", "THREADS": "2",
+                                          "MAX_CONNECTIONS": "30"})
+        socks = []
+        try:
+            self.assertEqual(value(parse(server.metrics()), "notes_http_connections_max"), 30)
+            for round_ in range(2):
+                socks = open_connections(server.port, 30)
+                for s in socks:
+                    s.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+                late = [s for s in socks if not (answer_within(s, 5) or b"").startswith(
+                    b"HTTP/1.1 200 ")]
+                self.assertEqual(len(late), 0, f"round {round_}: {len(late)} of 30 not admitted")
+                last = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+                last.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+                self.assertIsNone(answer_within(last, 0.5))
+                socks.pop(0).close()
+                self.assertTrue(answer_within(last, 10).startswith(b"HTTP/1.1 200 "))
+                socks.append(last)
+                close_all(socks)
+                poll(lambda: value(parse(server.metrics()), "notes_http_connections") <= 1,
+                     what="every connection closed")
+            figure("--threads 2, MAX_CONNECTIONS=30: 30 admitted at once twice, the 31st waited")
+        finally:
+            close_all(socks)
             self.assertEqual(server.stop(), 0, server.output)
 
     def test_out_of_descriptors_accepting_pauses_instead_of_spinning(self):
@@ -328,6 +416,156 @@ class ClientGoneTest(unittest.TestCase):
         self.assertEqual(self.count("PUT", "/notes/:id", "200"), 0)
         # The connection is gone, the server is not.
         self.assertEqual(request(self.server.port, "GET", "/status")[0], 200)
+
+
+def half_closed_exchange(port, data, linger=None, in_flight=None, timeout=10):
+    """Sends `data`, shuts down the sending side (as `nc -N` does), and reads
+    until the server closes; returns what was read. With `linger` set to "close"
+    or "reset", the socket is then closed (FIN already sent: the answer is reset
+    by the kernel when it comes) or reset, once in_flight() says the request is
+    being handled, and nothing is read."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    if linger is not None:
+        poll(in_flight, what="the request in flight")
+    if linger == "close":
+        s.close()
+        return b""
+    if linger == "reset":
+        reset(s)
+        return b""
+    out = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+    except ConnectionResetError:
+        pass
+    s.close()
+    return out
+
+
+def answers(data):
+    return data.count(b"HTTP/1.1 ")
+
+
+NOTE_BODY = b'{"title":"t","body":"b","tag":"half"}'
+
+# Every route that answers after a wait, each sent alone and then half-closed;
+# the last one is three requests pipelined before the FIN.
+WAITING = [
+    ("GET /notes/1", b"GET /notes/1 HTTP/1.1\r\nHost: x\r\n\r\n", 1),
+    ("GET /notes?tag=ts", b"GET /notes?tag=ts HTTP/1.1\r\nHost: x\r\n\r\n", 1),
+    ("POST /notes", b"POST /notes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+     b"Content-Length: %d\r\n\r\n%s" % (len(NOTE_BODY), NOTE_BODY), 1),
+    ("PUT /notes/7", b"PUT /notes/7 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+     b"Content-Length: %d\r\n\r\n%s" % (len(NOTE_BODY), NOTE_BODY), 1),
+    ("GET /delay/50", b"GET /delay/50 HTTP/1.1\r\nHost: x\r\n\r\n", 1),
+    ("GET /fault/503?delay_ms=50", b"GET /fault/503?delay_ms=50 HTTP/1.1\r\nHost: x\r\n\r\n", 1),
+    ("3 pipelined GET /notes/:id",
+     b"".join(b"GET /notes/%d HTTP/1.1\r\nHost: x\r\n\r\n" % n for n in (1, 2, 3)), 3),
+    ("3 pipelined, /json first", b"GET /json HTTP/1.1\r\nHost: x\r\n\r\n"
+     b"GET /delay/30 HTTP/1.1\r\nHost: x\r\n\r\nGET /notes/4 HTTP/1.1\r\nHost: x\r\n\r\n", 3),
+]
+DRIP = b"GET /drip?bytes=5&duration_ms=200 HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+class HalfCloseTest(unittest.TestCase):
+    """A client that sends its requests and then shuts down its sending side
+    (`nc -N`, socat, some scripts and proxies), under both HALF_CLOSE policies.
+    abort, the default, answers as the Express reference on Node does (its HTTP
+    server ends a half-closed connection): what is answered at once is answered,
+    what waits is not. answer answers everything, and still finds a client that
+    is really gone: one that reset, or closed so that its answer was reset."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.db_url = create_database("edge_half_close")
+
+    def gone(self, server):
+        m = parse(server.metrics())
+        return {r: value(m, "notes_http_clients_gone_total", reason=r)
+                for r in ("half_closed", "reset", "aborted")}
+
+    def test_abort_answers_nothing_that_waited(self):
+        server = Notesd(self.db_url, env={"POOL_MAX": "2"})
+        locker = db_connect("edge_half_close")
+        locker.autocommit = False
+        try:
+            # At once: answered (Express's /json is too).
+            self.assertEqual(answers(half_closed_exchange(
+                server.port, b"GET /json HTTP/1.1\r\nHost: x\r\n\r\n")), 1)
+            before = self.gone(server)
+            got = {}
+            for name, data, _ in WAITING:
+                # The table stays locked a moment, so that no query can answer before
+                # the FIN is in, however the client's two system calls are scheduled.
+                locker.cursor().execute("lock table notes in access exclusive mode")
+                release = threading.Timer(0.2, locker.rollback)
+                release.start()
+                got[name] = answers(half_closed_exchange(server.port, data))
+                release.join()
+            out = half_closed_exchange(server.port, DRIP)
+            after = self.gone(server)
+            figure(f"HALF_CLOSE=abort: answers {got}; /drip sent {len(body_of(out))} of 5 bytes; "
+                   f"gone {after}")
+            expected = {name: 0 for name, _, _ in WAITING}
+            expected["3 pipelined, /json first"] = 1  # the /json, answered before the wait
+            self.assertEqual(got, expected)
+            # The drip's headers and first byte leave at once; at the next chunk it is gone.
+            self.assertTrue(out.startswith(b"HTTP/1.1 200 "), out)
+            self.assertLess(len(body_of(out)), 5)
+            # One per request that waited (the pipelined ones behind it never ran), and the drip.
+            self.assertEqual(after["half_closed"] - before["half_closed"], len(WAITING) + 1)
+            self.assertEqual(after["reset"], before["reset"])
+            m = parse(server.metrics())
+            self.assertGreaterEqual(value(m, "http_requests_total", method="GET",
+                                          path="/delay/:ms", status_code="0"), 1)
+            self.assertEqual(value(m, "http_requests_total", method="GET", path="/delay/:ms",
+                                   status_code="200"), 0)
+        finally:
+            locker.close()
+            self.assertEqual(server.stop(), 0, server.output)
+
+    def test_answer_answers_everything_and_still_finds_who_is_gone(self):
+        server = Notesd(self.db_url, env={"POOL_MAX": "2", "HALF_CLOSE": "answer"})
+        try:
+            before = self.gone(server)
+            got = {}
+            for name, data, n in WAITING:
+                out = half_closed_exchange(server.port, data)
+                got[name] = answers(out)
+                self.assertEqual(out.count(b"HTTP/1.1 5"), 1 if "fault" in name else 0, out)
+            out = half_closed_exchange(server.port, DRIP)
+            self.assertEqual(self.gone(server), before)
+            figure(f"HALF_CLOSE=answer: answers {got}; /drip sent {len(body_of(out))} of 5 bytes")
+            self.assertEqual(got, {name: n for name, _, n in WAITING})
+            self.assertEqual(body_of(out), bytes(range(5)))
+            m = parse(server.metrics())
+            self.assertEqual(value(m, "http_requests_total", method="GET", path="/delay/:ms",
+                                   status_code="0"), 0)
+            # Really gone: a reset while it waits, and a close whose answer the kernel resets.
+            for linger in ("reset", "close"):
+                with self.subTest(linger=linger):
+                    zero = value(parse(server.metrics()), "http_requests_total", method="GET",
+                                 path="/delay/:ms", status_code="0")
+                    half_closed_exchange(
+                        server.port, b"GET /delay/300 HTTP/1.1\r\nHost: x\r\n\r\n",
+                        linger=linger, in_flight=lambda: value(
+                            parse(server.metrics()), "http_requests_in_flight") == 1)
+                    poll(lambda: value(parse(server.metrics()), "http_requests_total",
+                                       method="GET", path="/delay/:ms",
+                                       status_code="0") == zero + 1,
+                         what=f"the {linger} client recorded with status 0")
+            after = self.gone(server)
+            figure(f"HALF_CLOSE=answer: gone {after}")
+            self.assertEqual(after["reset"] - before["reset"], 2)
+            self.assertEqual(after["half_closed"], before["half_closed"])
+        finally:
+            self.assertEqual(server.stop(), 0, server.output)
 
 
 class PrimesLimitTest(unittest.TestCase):

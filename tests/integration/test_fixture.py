@@ -124,6 +124,28 @@ class FixtureTest(ServerTestCase):
                 self.assertEqual((code, body), (status, b""))
                 self.assertNotIn("content-length", headers)
 
+    def test_fault_205_has_content_length_0_and_no_body(self):
+        # RFC 9110 section 15.3.6: no content in a 205. The answer is followed at
+        # once by the next one on the connection, so a stray body would show.
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            s.sendall(b"GET /fault/205 HTTP/1.1\r\nHost: x\r\n\r\n"
+                      b"HEAD /fault/205 HTTP/1.1\r\nHost: x\r\n\r\n"
+                      b"GET /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        answers = data.split(b"HTTP/1.1 ")[1:]
+        self.assertEqual(len(answers), 3, data)
+        for answer in answers[:2]:
+            head, sep, body = answer.partition(b"\r\n\r\n")
+            self.assertTrue(head.startswith(b"205 Reset Content\r\n"), head)
+            self.assertIn(b"\r\nContent-Length: 0", head)
+            self.assertEqual((sep, body), (b"\r\n\r\n", b""))
+        self.assertTrue(answers[2].endswith(b'{"status":"ok"}'), answers[2])
+
     def test_every_fourth_request_fails_exactly(self):
         before = self.scrape()
         codes = [self.get("/fault/503?every=4")[0] for _ in range(40)]

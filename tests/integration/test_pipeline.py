@@ -95,14 +95,16 @@ class PipelineCase(unittest.TestCase):
     def in_flight(self):
         return value(self.metrics(), "notes_db_pool_queries_in_flight")
 
-    def fill_pipeline(self, locked_id, calls):
+    def fill_pipeline(self, locked_id, calls, gap=0.0):
         """Holds `locked_id`, sends a PUT to it (it waits for the lock on the
-        database), then starts `calls` [(method, path, body)]; returns the PUT
-        and the calls once all of them are in flight on the one connection."""
+        database), then, `gap` seconds later, starts `calls` [(method, path, body)];
+        returns the PUT and the calls once all of them are in flight on the one
+        connection."""
         self.assertEqual(request(self.port, "GET", "/notes/1")[0], 200)  # opens the connection
         self.locker = lock_row(self.dbname, locked_id)
         head = Call(self.port, "PUT", f"/notes/{locked_id}", note_body(f"head-{locked_id}"))
         poll(lambda: self.in_flight() == 1, what="the PUT in flight")
+        time.sleep(gap)
         rest = [Call(self.port, m, p, b) for m, p, b in calls]
         poll(lambda: self.in_flight() == 1 + len(calls), what="every query in flight")
         m = self.metrics()
@@ -213,9 +215,11 @@ class PipelineDeadlineTest(PipelineCase):
     env = {"QUERY_TIMEOUT_MS": "1500"}
 
     def test_a_statement_timeout_ends_only_its_own_query(self):
+        # The queries behind it are sent 0.7 s later, so their own deadlines are
+        # well after the head's: what ends the head must not end them.
         calls = [("GET", f"/notes/{n}", None) for n in range(600, 606)]
         start = time.monotonic()
-        head, rest = self.fill_pipeline(91, calls)
+        head, rest = self.fill_pipeline(91, calls, gap=0.7)
         status, _, body = head.answer()
         took = time.monotonic() - start
         answers = [c.answer() for c in rest]
@@ -231,6 +235,38 @@ class PipelineDeadlineTest(PipelineCase):
         self.assertEqual(value(m, "notes_db_connection_errors_total"), 0)
         self.assertEqual(value(m, "notes_db_connections_opened_total"), 1)
 
+    def test_queries_behind_a_blocked_one_get_their_504_on_time(self):
+        """QUERY_TIMEOUT_MS bounds each request, not each statement: with the
+        statements run one after the other, statement_timeout alone answered
+        three blocked queries at 1.5, 3 and 4.5 s."""
+        self.assertEqual(request(self.port, "GET", "/notes/1")[0], 200)  # opens the connection
+        self.locker = db_connect(self.dbname)
+        self.locker.autocommit = False
+        self.locker.cursor().execute("lock table notes in access exclusive mode")
+        start = time.monotonic()
+        calls = [Call(self.port, "GET", f"/notes/{n}") for n in (610, 611, 612)]
+        answers, took = [], []
+        for c in calls:
+            answers.append(c.answer())
+            took.append(time.monotonic() - start)
+        figure(f"3 queries behind a table lock, QUERY_TIMEOUT_MS 1500: "
+               f"{[a[0] for a in answers]} after {[round(t, 2) for t in took]} s")
+        self.assertEqual([a[0] for a in answers], [504] * 3)
+        self.assertGreater(min(took), 1.4)
+        self.assertLess(max(took), 2.2)  # all of them on time, none at 3 or 4.5 s
+        m = self.metrics()
+        self.assertEqual(value(m, "notes_db_query_timeouts_total"), 3)
+        # The server still runs them one after the other, until statement_timeout
+        # ends each: the connection stays, and their results count no timeout again.
+        self.release()
+        poll(lambda: self.in_flight() == 0, timeout=10, what="the statements to end")
+        status, _, body = request(self.port, "GET", "/notes/610")
+        self.assertEqual((status, body), (200, expected_note(self.db, 610)))
+        m = self.metrics()
+        self.assertEqual(value(m, "notes_db_query_timeouts_total"), 3)
+        self.assertEqual(value(m, "notes_db_connection_errors_total"), 0)
+        self.assertEqual(value(m, "notes_db_connections_opened_total"), 1)
+
     def test_a_frozen_backend_answers_every_query_in_flight_once(self):
         calls = [("GET", f"/notes/{n}", None) for n in range(700, 706)]
         self.assertEqual(request(self.port, "GET", "/notes/1")[0], 200)
@@ -242,19 +278,25 @@ class PipelineDeadlineTest(PipelineCase):
             poll(lambda: self.in_flight() == len(calls), what="every query in flight")
             answers = [c.answer() for c in rest]
             took = time.monotonic() - start
+            # The backstop, a second after the deadline, closes the connection.
+            poll(lambda: value(self.metrics(), "notes_db_pool_connections") == 0, timeout=5,
+                 what="the backstop to close the connection")
+            closed = time.monotonic() - start
         finally:
             os.kill(pid, signal.SIGCONT)
         statuses = sorted(a[0] for a in answers)
         figure(f"frozen backend, QUERY_TIMEOUT_MS 1500, 6 queries in flight: {statuses} after "
-               f"{took:.2f} s")
-        # The oldest query ran out of time; the others lost their connection.
-        self.assertEqual(statuses, [503] * 5 + [504])
-        self.assertGreater(took, 2.4)  # the backstop: statement_timeout + 1 s
+               f"{took:.2f} s; connection closed after {closed:.2f} s")
+        # Each query's deadline answered it; the backstop then closed the connection.
+        self.assertEqual(statuses, [504] * 6)
+        self.assertGreater(took, 1.4)
+        self.assertLess(took, 2.4)
+        self.assertGreater(closed, 2.4)  # the backstop: statement_timeout + 1 s
         m = self.metrics()
-        self.assertEqual(value(m, "notes_db_query_timeouts_total"), 1)
+        self.assertEqual(value(m, "notes_db_query_timeouts_total"), 6)
         self.assertEqual(value(m, "notes_db_pool_queries_in_flight"), 0)
         self.assertEqual(value(m, "http_requests_total", method="GET", path="/notes/:id",
-                               status_code="503"), 5)
+                               status_code="504"), 6)
         status, _, body = request(self.port, "GET", "/notes/700")
         self.assertEqual((status, body), (200, expected_note(self.db, 700)))
         self.assertEqual(value(self.metrics(), "notes_db_connections_opened_total"), 2)

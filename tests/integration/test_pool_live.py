@@ -6,6 +6,7 @@ cancel told from a timeout, and the drain on SIGTERM. Each test looks at the
 database's side too (pg_stat_activity), not only at notesd's answers."""
 import http.client
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -111,8 +112,21 @@ GAI_SHIM = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <netdb.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
+
+static void note(const char *line, int flag)
+{
+    const char *path = getenv("GAI_LOG");
+    FILE *f = path != NULL ? fopen(path, "a") : NULL;
+    if (f != NULL) {
+        fprintf(f, "%s %d\n", line, flag);
+        fclose(f);
+    }
+}
+
 /* Logs every getaddrinfo() call: its node and whether AI_NUMERICHOST was asked. */
 int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
                 struct addrinfo **res)
@@ -121,16 +135,44 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
     if (real == NULL)
         real = (int (*)(const char *, const char *, const struct addrinfo *,
                         struct addrinfo **))dlsym(RTLD_NEXT, "getaddrinfo");
-    const char *path = getenv("GAI_LOG");
-    FILE *f = path != NULL ? fopen(path, "a") : NULL;
-    if (f != NULL) {
-        fprintf(f, "%s %d\n", node != NULL ? node : "-",
-                hints != NULL && (hints->ai_flags & AI_NUMERICHOST) ? 1 : 0);
-        fclose(f);
-    }
+    note(node != NULL ? node : "-", hints != NULL && (hints->ai_flags & AI_NUMERICHOST) ? 1 : 0);
     return real(node, service, hints, res);
 }
+
+/* Logs every look-up of the user database (NSS), as "getpw* 0": never numeric. */
+int getpwuid_r(uid_t uid, struct passwd *pw, char *buf, size_t len, struct passwd **out)
+{
+    static int (*real)(uid_t, struct passwd *, char *, size_t, struct passwd **);
+    if (real == NULL)
+        real = (int (*)(uid_t, struct passwd *, char *, size_t, struct passwd **))dlsym(
+            RTLD_NEXT, "getpwuid_r");
+    note("getpwuid_r", 0);
+    return real(uid, pw, buf, len, out);
+}
+
+struct passwd *getpwuid(uid_t uid)
+{
+    static struct passwd *(*real)(uid_t);
+    if (real == NULL)
+        real = (struct passwd * (*)(uid_t)) dlsym(RTLD_NEXT, "getpwuid");
+    note("getpwuid", 0);
+    return real(uid);
+}
 """
+
+
+def shim_env(tmp):
+    """The environment that preloads GAI_SHIM (built with the C compiler) and the log it
+    writes, or None without a compiler."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    src, lib = os.path.join(tmp, "gai.c"), os.path.join(tmp, "gai.so")
+    with open(src, "w") as f:
+        f.write(GAI_SHIM)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", lib, src, "-ldl"], check=True)
+    return {"LD_PRELOAD": lib, "GAI_LOG": os.path.join(tmp, "gai.log"),
+            "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:verify_asan_link_order=0"}
 
 
 def read_lines(path):
@@ -147,37 +189,7 @@ class MultiHostTest(unittest.TestCase):
         host, port, dbname = m.groups()
         dead = free_port()
         url = f"postgresql://postgres@localhost:{dead},{host}:{port}/{dbname}"
-        env = {"POOL_MAX": "2", "POOL_IDLE_TIMEOUT_MS": "100", "LOG_LEVEL": "debug"}
-        cc = shutil.which("cc") or shutil.which("gcc")
-        tmp = tempfile.mkdtemp()
-        gai_log = os.path.join(tmp, "gai.log")
-        if cc is not None:
-            src, lib = os.path.join(tmp, "gai.c"), os.path.join(tmp, "gai.so")
-            with open(src, "w") as f:
-                f.write(GAI_SHIM)
-            subprocess.run([cc, "-shared", "-fPIC", "-o", lib, src, "-ldl"], check=True)
-            env.update({"LD_PRELOAD": lib, "GAI_LOG": gai_log,
-                        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:verify_asan_link_order=0"})
-        server = Notesd(url, env=env)
-        admin = db_connect(dbname)
-        try:
-            start_lines = read_lines(gai_log) if cc else []
-            # Several connections, opened and closed again by the idle timeout.
-            for round_ in range(3):
-                status, _, body = request(server.port, "GET", "/notes/3")
-                self.assertEqual((status, body), (200, expected_note(admin, 3)))
-                poll(lambda: value(parse(server.metrics()), "notes_db_pool_connections") == 0,
-                     what="the idle timeout to close the connection")
-            opened = value(parse(server.metrics()), "notes_db_connections_opened_total")
-            self.assertEqual(opened, 3)
-        finally:
-            code = server.stop()
-            admin.close()
-        self.assertEqual(code, 0, server.output)
-        if cc is None:
-            self.skipTest("no C compiler: the getaddrinfo count was not checked")
-        lines = read_lines(gai_log)
-        later = lines[len(start_lines):]
+        start_lines, later = self.lookups(url, {}, dbname, opens=3)
         figure(f"getaddrinfo at start-up: {start_lines}; after: {len(later)} call(s), "
                f"{sum(l.endswith(' 1') for l in later)} numeric")
         self.assertIn("localhost 0", start_lines)
@@ -185,6 +197,69 @@ class MultiHostTest(unittest.TestCase):
         self.assertGreaterEqual(sum(l.endswith(" 1") for l in later), 6)
         self.assertEqual([l for l in later if not l.endswith(" 1")], [],
                          "a name lookup happened on the loop")
+
+    def test_hosts_and_the_user_from_outside_the_url_are_looked_up_once(self):
+        """A host from PGHOST, and a URL without a user (the process's own user
+        name, which libpq reads through NSS), then a service file: after
+        start-up, no name is resolved and NSS is never asked."""
+        me = pwd.getpwuid(os.geteuid()).pw_name
+        admin = db_connect("postgres")
+        with admin.cursor() as cur:
+            cur.execute("select 1 from pg_roles where rolname = %s", (me,))
+            if cur.fetchone() is None:
+                cur.execute(f'create role "{me}" superuser login')
+        admin.close()
+        good = create_database("poollive_pghost")
+        host, port, dbname = re.match(r"postgresql://postgres@([^:]+):(\d+)/(\w+)",
+                                      good).groups()
+        start_lines, later = self.lookups(f"postgresql:///{dbname}",
+                                          {"PGHOST": "localhost", "PGPORT": port}, dbname)
+        figure(f"PGHOST=localhost, no user: at start-up {start_lines}; after: {later}")
+        self.assertIn("localhost 0", start_lines)
+        self.assertTrue(any(l.startswith("getpw") for l in start_lines), start_lines)
+        self.assertEqual([l for l in later if not l.endswith(" 1")], [],
+                         "a name lookup or an NSS look-up happened on the loop")
+        self.assertGreaterEqual(len(later), 3)  # each connect, by its numeric address
+
+        tmp = tempfile.mkdtemp()
+        service_file = os.path.join(tmp, "pg_service.conf")
+        with open(service_file, "w") as f:
+            f.write(f"[notesd_test]\nhost=localhost\nport={port}\nuser=postgres\n"
+                    f"dbname={dbname}\n")
+        start_lines, later = self.lookups("postgresql://?service=notesd_test",
+                                          {"PGSERVICEFILE": service_file}, dbname)
+        figure(f"service file: at start-up {start_lines}; after: {later}")
+        self.assertIn("localhost 0", start_lines)
+        self.assertEqual([l for l in later if not l.endswith(" 1")], [],
+                         "a name lookup or an NSS look-up happened on the loop")
+        self.assertGreaterEqual(len(later), 3)
+
+    def lookups(self, url, env, dbname, opens=3):
+        """Runs notesd on `url` with `env`, has it open `opens` connections one after
+        the other (the idle timeout closes each), and returns the look-ups the shim
+        logged during start-up and after it."""
+        tmp = tempfile.mkdtemp()
+        shim = shim_env(tmp)
+        if shim is None:
+            self.skipTest("no C compiler: the look-ups were not counted")
+        env = {"POOL_MAX": "2", "POOL_IDLE_TIMEOUT_MS": "100", "LOG_LEVEL": "debug", **env,
+               **shim}
+        server = Notesd(url, env=env)
+        admin = db_connect(dbname)
+        try:
+            start_lines = read_lines(shim["GAI_LOG"])
+            for round_ in range(opens):
+                status, _, body = request(server.port, "GET", "/notes/3")
+                self.assertEqual((status, body), (200, expected_note(admin, 3)))
+                poll(lambda: value(parse(server.metrics()), "notes_db_pool_connections") == 0,
+                     what="the idle timeout to close the connection")
+            opened = value(parse(server.metrics()), "notes_db_connections_opened_total")
+            self.assertEqual(opened, opens)
+        finally:
+            code = server.stop()
+            admin.close()
+        self.assertEqual(code, 0, server.output)
+        return start_lines, read_lines(shim["GAI_LOG"])[len(start_lines):]
 
 
 class ServerMessagesTest(unittest.TestCase):
@@ -221,23 +296,32 @@ class ServerMessagesTest(unittest.TestCase):
 
 
     def test_a_busy_session_terminated_is_503_and_one_log_line(self):
-        url = create_database("poollive_terminate")
-        admin = db_connect("poollive_terminate")
-        server = Notesd(url, env={"POOL_MAX": "1"})
+        """In every way of sending queries: one at a time, in pipeline mode (where
+        the FATAL arrives as the result of a command whose sync never comes), and
+        prepared (pipeline mode with one query at a time)."""
+        for mode in ((), ("--pipeline", "4"), ("--prepared",)):
+            with self.subTest(mode=mode):
+                self.busy_session_terminated(mode)
+
+    def busy_session_terminated(self, mode):
+        dbname = "poollive_terminate" + "".join(a.strip("-")[:4] for a in mode)
+        url = create_database(dbname)
+        admin = db_connect(dbname)
+        server = Notesd(url, args=mode, env={"POOL_MAX": "1"})
         try:
-            locker = lock_row("poollive_terminate", 71)
+            locker = lock_row(dbname, 71)
             out = []
             t = threading.Thread(target=lambda: out.append(request(
                 server.port, "PUT", "/notes/71", body=NOTE)))
             t.start()
-            pid = poll(lambda: waiting_on_lock(admin, "poollive_terminate"), what="the blocked PUT")[0]
+            pid = poll(lambda: waiting_on_lock(admin, dbname), what="the blocked PUT")[0]
             with admin.cursor() as cur:
                 cur.execute("select pg_terminate_backend(%s)", (pid,))
             t.join(30)
             locker.rollback()
             locker.close()
             status, headers, body = out[0]
-            figure(f"pg_terminate_backend on a busy session: {status} {body!r}")
+            figure(f"pg_terminate_backend on a busy session {mode}: {status} {body!r}")
             self.assertEqual(status, 503, body)
             self.assertEqual(headers.get("retry-after"), "1")
             self.assertEqual(request(server.port, "GET", "/notes/71")[0], 200)
@@ -249,7 +333,7 @@ class ServerMessagesTest(unittest.TestCase):
         self.assertEqual([l for l in lines if not LOG_LINE.match(l)], [],
                          "every line of output is a log line")
         discarded = [l for l in lines if "discarded:" in l]
-        figure(f"discard line: {discarded}")
+        figure(f"discard line {mode}: {discarded}")
         self.assertEqual(len(discarded), 1)
         self.assertIn("pg#1 busy: discarded: FATAL: terminating connection due to administrator "
                       "command", discarded[0])
@@ -418,6 +502,100 @@ class PoolBehaviourTest(unittest.TestCase):
                              1)
         finally:
             self.assertEqual(server.stop(), 0)
+
+
+class StatementFailureTest(unittest.TestCase):
+    """A statement the database refuses (its table is missing) is a query error
+    in both modes: 500 on a connection that stays, never a connection per
+    request; and /readyz says the database is reachable, since it is."""
+
+    def test_a_missing_table_under_load_keeps_connections_bounded(self):
+        for mode in ((), ("--prepared",), ("--prepared", "--pipeline", "4")):
+            with self.subTest(mode=mode):
+                self.missing_table(mode)
+
+    def missing_table(self, mode):
+        dbname = "poollive_missing" + "".join(a.strip("-")[:4] for a in mode)
+        url = create_database(dbname)
+        admin = db_connect(dbname)
+        with admin.cursor() as cur:
+            cur.execute("alter table notes rename to notes_away")
+        server = Notesd(url, args=mode, env={"POOL_MAX": "4"})
+        statuses, lock = [], threading.Lock()
+
+        def client(first):
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+            for i in range(10):
+                status = request(server.port, "GET", f"/notes/{first + i}", conn=conn)[0]
+                with lock:
+                    statuses.append(status)
+            conn.close()
+        try:
+            clients = [threading.Thread(target=client, args=(1 + 10 * k,)) for k in range(6)]
+            for c in clients:
+                c.start()
+            for c in clients:
+                c.join(60)
+            m = parse(server.metrics())
+            opened = value(m, "notes_db_connections_opened_total")
+            errors = value(m, "notes_db_connection_errors_total")
+            ready = request(server.metrics_port, "GET", "/readyz")
+            figure(f"missing table {mode}: {len(statuses)} requests -> "
+                   f"{sorted(set(statuses))}, {opened:.0f} connects, {errors:.0f} connection "
+                   f"errors; /readyz {ready[0]}")
+            self.assertEqual(statuses, [500] * 60)
+            self.assertLessEqual(opened, 4)
+            self.assertEqual(errors, 0)
+            self.assertEqual(ready[:3:2], (200, b'{"status":"ready"}'))
+            # The table comes back: the same connections prepare it again and answer.
+            with admin.cursor() as cur:
+                cur.execute("alter table notes_away rename to notes")
+            for n in (3, 4, 5, 6, 7, 8):
+                status, _, body = request(server.port, "GET", f"/notes/{n}")
+                self.assertEqual((status, body), (200, expected_note(admin, n)))
+            m = parse(server.metrics())
+            self.assertLessEqual(value(m, "notes_db_connections_opened_total"), 4)
+            self.assertEqual(value(m, "notes_db_connection_errors_total"), 0)
+        finally:
+            code = server.stop()
+            admin.close()
+        self.assertEqual(code, 0, server.output)
+        self.assertIn("database error 42P01", server.output)
+
+
+class ReadyzTest(unittest.TestCase):
+    def test_readyz_counts_a_connection_on_any_loop(self):
+        """Two loops and a role allowed one connection: whichever loop's pool
+        holds it, the database is reachable, and /readyz (served by loop 0) says
+        so; the other loop's pool, refused, is in its back-off."""
+        url = create_database("poollive_readyz")
+        admin = db_connect("poollive_readyz")
+        with admin.cursor() as cur:
+            cur.execute("drop role if exists notesd_one")
+            cur.execute("create role notesd_one login connection limit 1")
+            cur.execute("grant all on all tables in schema public to notesd_one")
+            cur.execute("grant all on all sequences in schema public to notesd_one")
+        one_url = url.replace("postgresql://postgres@", "postgresql://notesd_one@")
+        server = Notesd(one_url, args=("--threads", "2"),
+                        env={"POOL_MAX": "2", "POOL_IDLE_TIMEOUT_MS": "300"})
+        answers = []
+        try:
+            for round_ in range(8):
+                poll(lambda: value(parse(server.metrics()), "notes_db_pool_connections") == 0,
+                     what="the idle connection to close")
+                # New connections land on either loop; both pools try to connect at once.
+                got = [request(server.port, "GET", f"/notes/{n}")[0] for n in range(1, 9)]
+                self.assertIn(200, got)
+                answers.append(request(server.metrics_port, "GET", "/readyz")[0])
+            figure(f"/readyz after each of 8 rounds: {answers}")
+            self.assertEqual(answers, [200] * 8)
+        finally:
+            code = server.stop()
+            with admin.cursor() as cur:
+                cur.execute("select pg_terminate_backend(pid) from pg_stat_activity "
+                            "where usename = 'notesd_one'")
+            admin.close()
+        self.assertEqual(code, 0, server.output)
 
 
 class Reader(threading.Thread):

@@ -3,8 +3,11 @@
  * open each connection. Nothing connects; host names are resolved for real
  * ("localhost"), as at start-up.
  */
+#include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 #include "pgparams.h"
 
@@ -74,7 +77,8 @@ static void connection_parameters_carry_the_session_settings(void)
     CHECK(after_url);
     CHECK_STR_EQ(param(&p, "sslmode", &after_url), "disable");
     CHECK(!after_url);                /* the URL may ask for TLS */
-    CHECK_INT_EQ(p.conn.nprepare, 0); /* nothing to prepare without --prepared */
+    CHECK_INT_EQ(p.conn.prepared, 0); /* unnamed statements without --prepared */
+    CHECK(p.conn.statements == statements);
     CHECK_INT_EQ(p.conn.pipeline, 0); /* nor pipeline mode without --pipeline */
     CHECK(p.conn.keywords == p.keywords && p.conn.values == p.values);
     pgparams_free(&p);
@@ -92,9 +96,9 @@ static void connection_parameters_carry_the_session_settings(void)
     pgparams_free(&p);
 }
 
-/* With --prepared, each new connection prepares the statements, in pipeline
- * mode so that the first query follows the prepares without a round trip;
- * --pipeline alone prepares nothing. */
+/* With --prepared, a connection prepares each statement on its first use, in
+ * pipeline mode so that the prepare and the query leave together, without a
+ * round trip of its own; --pipeline alone prepares nothing. */
 static void prepared_and_pipeline_choose_pipeline_mode(void)
 {
     pgparams_t p;
@@ -105,8 +109,9 @@ static void prepared_and_pipeline_choose_pipeline_mode(void)
     CHECK_INT_EQ(pgparams_build(&p, "postgresql://nobody@127.0.0.1:1/none", &s, statements,
                                 NSTATEMENTS, err, sizeof(err)),
                  0);
-    CHECK_INT_EQ(p.conn.nprepare, NSTATEMENTS);
-    CHECK(p.conn.prepare == statements);
+    CHECK_INT_EQ(p.conn.prepared, 1);
+    CHECK_INT_EQ(p.conn.nstatements, NSTATEMENTS);
+    CHECK(p.conn.statements == statements);
     CHECK_INT_EQ(p.conn.pipeline, 1);
     pgparams_free(&p);
 
@@ -115,7 +120,7 @@ static void prepared_and_pipeline_choose_pipeline_mode(void)
     CHECK_INT_EQ(pgparams_build(&p, "postgresql://nobody@127.0.0.1:1/none", &s, statements,
                                 NSTATEMENTS, err, sizeof(err)),
                  0);
-    CHECK_INT_EQ(p.conn.nprepare, 0);
+    CHECK_INT_EQ(p.conn.prepared, 0);
     CHECK_INT_EQ(p.conn.pipeline, 1);
     pgparams_free(&p);
 }
@@ -148,10 +153,74 @@ static void every_host_of_a_list_is_resolved(void)
     }
 }
 
+/* What the URL leaves out is looked up at start-up wherever libpq would find it
+ * (PGHOST, a service file, PGUSER, the process's user), and handed to libpq
+ * named: no getaddrinfo and no NSS look-up is left for the loop. */
+static void hosts_and_user_from_outside_the_url_are_looked_up_once(void)
+{
+    pool_settings_t s = defaults();
+    char err[256] = "";
+    pgparams_t p;
+    struct passwd *me = getpwuid(geteuid());
+
+    setenv("PGHOST", "localhost", 1);
+    CHECK_INT_EQ(
+        pgparams_build(&p, "postgresql:///none", &s, statements, NSTATEMENTS, err, sizeof(err)), 0);
+    CHECK_STR_EQ(param(&p, "host", NULL), "localhost");
+    CHECK_STR_EQ(param(&p, "hostaddr", NULL), "127.0.0.1");
+    CHECK(me != NULL && param(&p, "user", NULL) != NULL &&
+          strcmp(param(&p, "user", NULL), me->pw_name) == 0);
+    pgparams_free(&p);
+    setenv("PGUSER", "someone", 1);
+    setenv("HOME", "/nowhere", 1);
+    CHECK_INT_EQ(pgparams_build(&p, "dbname=none", &s, statements, NSTATEMENTS, err, sizeof(err)),
+                 0);
+    CHECK_STR_EQ(param(&p, "user", NULL), "someone");
+    CHECK_STR_EQ(param(&p, "passfile", NULL), "/nowhere/.pgpass");
+    pgparams_free(&p);
+    CHECK_INT_EQ(pgparams_build(&p, "postgresql://u:secret@127.0.0.1/none", &s, statements,
+                                NSTATEMENTS, err, sizeof(err)),
+                 0);
+    CHECK_STR_EQ(param(&p, "user", NULL), "u");
+    CHECK(param(&p, "passfile", NULL) == NULL); /* a password is given */
+    CHECK_STR_EQ(param(&p, "hostaddr", NULL), "127.0.0.1");
+    pgparams_free(&p);
+    unsetenv("PGHOST");
+    unsetenv("PGUSER");
+
+    /* A service file: its host is resolved, and the URL's own values win over it. */
+    char dir[] = "/tmp/test_pgparams.XXXXXX", path[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/pg_service.conf", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f != NULL) {
+        fputs("[notesd_svc]\nhost=localhost\nport=1\nuser=svcuser\ndbname=none\n", f);
+        fclose(f);
+    }
+    setenv("PGSERVICEFILE", path, 1);
+    CHECK_INT_EQ(pgparams_build(&p, "postgresql://?service=notesd_svc", &s, statements, NSTATEMENTS,
+                                err, sizeof(err)),
+                 0);
+    CHECK_STR_EQ(param(&p, "hostaddr", NULL), "127.0.0.1");
+    CHECK_STR_EQ(param(&p, "user", NULL), "svcuser");
+    pgparams_free(&p);
+    CHECK_INT_EQ(pgparams_build(&p, "service=notesd_svc user=mine", &s, statements, NSTATEMENTS,
+                                err, sizeof(err)),
+                 0);
+    CHECK_STR_EQ(param(&p, "user", NULL), "mine");
+    CHECK(getenv("PGSERVICE") == NULL); /* borrowed for the look-up, then given back */
+    pgparams_free(&p);
+    unsetenv("PGSERVICEFILE");
+    unlink(path);
+    rmdir(dir);
+}
+
 /* libpq reads its own variables; the tests must not depend on the caller's. */
 static void unset_environment(void)
 {
-    char names[] = "PGCONNECT_TIMEOUT PGHOST PGHOSTADDR PGOPTIONS PGPORT PGSERVICE PGSSLMODE";
+    char names[] = "PGCONNECT_TIMEOUT PGHOST PGHOSTADDR PGOPTIONS PGPORT PGSERVICE PGSSLMODE "
+                   "PGUSER PGPASSWORD PGPASSFILE PGSERVICEFILE";
     char *save = NULL;
     for (char *name = strtok_r(names, " ", &save); name != NULL; name = strtok_r(NULL, " ", &save))
         unsetenv(name);
@@ -164,5 +233,6 @@ int main(void)
     CHECK_RUN(connection_parameters_carry_the_session_settings);
     CHECK_RUN(prepared_and_pipeline_choose_pipeline_mode);
     CHECK_RUN(every_host_of_a_list_is_resolved);
+    CHECK_RUN(hosts_and_user_from_outside_the_url_are_looked_up_once);
     return check_summary();
 }

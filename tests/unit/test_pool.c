@@ -7,12 +7,18 @@
  * answers libpq's startup packet (the "database hangs" case), so connections
  * stay in the connecting state for as long as the test wants.
  *
+ * A third kind of address is a fake server (fake_server_start) that speaks just
+ * enough of PostgreSQL's protocol to let a connection open, reads the queries
+ * sent on it without answering any, and closes the connection after a given
+ * number of them: a database that dies with queries in flight.
+ *
  * The loop runs in short steps until a condition holds or a deadline passes;
  * nothing sleeps. Callbacks are counted and the counts checked afterwards, so
  * "exactly one callback per admitted query" is checked, not assumed.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -206,6 +212,73 @@ static int silent_listener(int *port)
     }
     *port = ntohs(sin.sin_port);
     return fd;
+}
+
+/* A PostgreSQL that lets one client connect, reads `close_after` queries (their
+ * Sync messages) without answering them, then closes the connection. It runs on
+ * a thread of its own with blocking sockets; the pool under test never waits for it. */
+typedef struct fake_server {
+    int listen_fd, port, close_after;
+    pthread_t thread;
+} fake_server_t;
+
+static int read_exactly(int fd, void *buf, size_t len)
+{
+    for (size_t got = 0; got < len;) {
+        ssize_t n = read(fd, (char *)buf + got, len - got);
+        if (n <= 0)
+            return -1;
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+static void *fake_server_main(void *arg)
+{
+    fake_server_t *f = arg;
+    int fd = accept(f->listen_fd, NULL, NULL);
+    unsigned char head[5], skip[4096];
+    uint32_t len;
+
+    if (fd < 0)
+        return NULL;
+    /* The startup packet: its length, then the rest. */
+    if (read_exactly(fd, &len, 4) == 0 && ntohl(len) >= 8 && ntohl(len) - 4 <= sizeof(skip) &&
+        read_exactly(fd, skip, ntohl(len) - 4) == 0) {
+        /* AuthenticationOk, then ReadyForQuery (idle). */
+        static const unsigned char ready[] = {'R', 0, 0, 0, 8, 0, 0, 0, 0, 'Z', 0, 0, 0, 5, 'I'};
+        int syncs = 0;
+        if (write(fd, ready, sizeof(ready)) == (ssize_t)sizeof(ready))
+            while (syncs < f->close_after && read_exactly(fd, head, 5) == 0) {
+                memcpy(&len, head + 1, 4);
+                size_t left = ntohl(len) - 4;
+                while (left > 0) {
+                    size_t n = left < sizeof(skip) ? left : sizeof(skip);
+                    if (read_exactly(fd, skip, n) != 0)
+                        break;
+                    left -= n;
+                }
+                syncs += head[0] == 'S';
+            }
+    }
+    close(fd);
+    return NULL;
+}
+
+static void fake_server_start(fake_server_t *f, int close_after)
+{
+    f->listen_fd = silent_listener(&f->port);
+    f->close_after = close_after;
+    if (pthread_create(&f->thread, NULL, fake_server_main, f) != 0) {
+        perror("pthread_create");
+        exit(1);
+    }
+}
+
+static void fake_server_stop(fake_server_t *f)
+{
+    pthread_join(f->thread, NULL);
+    close(f->listen_fd);
 }
 
 /* ---- tests ------------------------------------------------------------------------------- */
@@ -687,6 +760,60 @@ static void two_pools_on_one_loop_keep_their_own_settings(void)
     close(lfd);
 }
 
+/* A connection that breaks with several queries in flight answers each once,
+ * and a callback that ends another request (its clean-up cancels that
+ * request's query) finds the pool no longer pointing at the freed connection:
+ * the cancelled query gets no callback. */
+static test_query_t discard_t[3];
+
+static void on_discard_first(pool_query_t *q, PGresult *res, enum pool_error err)
+{
+    on_query_done(q, res, err);
+    pool_query_cancel(q->pool, &discard_t[1].q); /* what a request's clean-up does */
+}
+
+static int all_sent(void *arg)
+{
+    return ((pool_t *)arg)->in_flight == 3;
+}
+
+static void discarded_connection_answers_each_query_once(void)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    fake_server_t fake;
+    char url[128];
+
+    fake_server_start(&fake, 3);
+    snprintf(url, sizeof(url), "postgresql://nobody@127.0.0.1:%d/none", fake.port);
+    reset_settings();
+    settings.max = 1;
+    settings.depth = 4;
+    CHECK_INT_EQ(pool_open(&pool, loop, url), 0);
+    for (int i = 0; i < 3; i++) {
+        query_init(&discard_t[i], 0);
+        CHECK_INT_EQ(pool_query(&pool, &discard_t[i].q), POOL_ADMITTED);
+    }
+    discard_t[0].q.cb = on_discard_first;
+    CHECK(run_until(loop, all_sent, &pool)); /* one connection carries all three */
+    CHECK_LISTS(&pool, 0, 0, 1, 0);
+    /* The server closes after reading the third: the connection is discarded. */
+    CHECK(wait_for_callbacks(loop, 2));
+    h2o_evloop_run(loop, 10);
+    CHECK_INT_EQ(discard_t[0].calls, 1);
+    CHECK_INT_EQ(discard_t[0].err, POOL_ERR_UNAVAILABLE);
+    CHECK_INT_EQ(discard_t[1].calls, 0); /* cancelled by the first callback */
+    CHECK_INT_EQ(discard_t[1].q.state, POOL_QUERY_DONE);
+    CHECK_INT_EQ(discard_t[2].calls, 1);
+    CHECK_INT_EQ(discard_t[2].err, POOL_ERR_UNAVAILABLE);
+    CHECK_INT_EQ(callbacks, 2);
+    CHECK_INT_EQ(pool.in_flight, 0);
+    CHECK_INT_EQ(pool.stats.connects, 1);
+    CHECK_INT_EQ(pool.stats.connection_errors, 1);
+    pool_finish(&pool, loop);
+    fake_server_stop(&fake);
+}
+
 /* libpq reads its own variables; the tests must not depend on the caller's. */
 static void unset_environment(void)
 {
@@ -714,5 +841,6 @@ int main(void)
     CHECK_RUN(shutdown_lets_waiting_queries_finish);
     CHECK_RUN(shutdown_empties_the_pool_within_the_connect_timeout);
     CHECK_RUN(two_pools_on_one_loop_keep_their_own_settings);
+    CHECK_RUN(discarded_connection_answers_each_query_once);
     return check_summary();
 }

@@ -1,5 +1,5 @@
 """What /proc says about processes and CPUs, and where they may run: per-process
-CPU time and RSS, process trees (a PostgreSQL cluster is one), per-core busy
+CPU time, RSS and private memory (USS, PSS), process trees (a PostgreSQL cluster is one), per-core busy
 time, CPU pinning.
 
 Owns reading and pinning only; starting and stopping servers is server.py,
@@ -50,6 +50,30 @@ def rss_bytes(pid):
             return int(f.read().split()[1]) * PAGE_SIZE
     except (OSError, IndexError, ValueError):
         return None
+
+
+def memory(pid):
+    """A process's memory from /proc/PID/smaps_rollup, in bytes: {"rss", "pss", "uss",
+    "anon"}, or None when it is gone or may not be read. RSS counts every page the
+    process has resident, the shared libraries' pages that every other process maps
+    too included; PSS shares each page out among the processes that map it; USS
+    (Private_Clean + Private_Dirty) is what only this process holds, what would be
+    freed if it exited. anon is its anonymous memory (heap, stacks)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            text = f.read()
+    except OSError:
+        return None
+    kb = {}
+    for line in text.splitlines():
+        m = re.match(r"(\w+):\s+(\d+) kB", line)
+        if m:
+            kb[m.group(1)] = int(m.group(2))
+    if "Rss" not in kb:
+        return None
+    return {"rss": kb["Rss"] * 1024, "pss": kb.get("Pss", 0) * 1024,
+            "uss": (kb.get("Private_Clean", 0) + kb.get("Private_Dirty", 0)) * 1024,
+            "anon": kb.get("Anonymous", 0) * 1024}
 
 
 # --------------------------------------------------------------------- trees

@@ -50,22 +50,23 @@ LAYERS = [
     {"prom", "netcheck", "procs", "pg", "pgbench", "mixes", "report", "charts", "cli", "tools.base",
      "tools._npm"},
     {"quantile", "openmetrics", "tools.wrk", "netns", "server", "database"},
-    {"sampler", "tools.run"},
+    {"sampler", "tools.run", "stats"},
     # the commands' parts, each part of one command (PART_OF), in the order they build on each other
     {"commands.analyze_figures", "commands.bench_figures", "commands.calibrate_matrix",
      "commands.calibrate_scorecard", "commands.reconcile_client", "commands.verify_js"},
     {"commands.analyze_report", "commands.bench_report", "commands.bench_subjects",
-     "commands.verify_target"},
-    {"commands.analyze", "commands.bench_runs", "commands.bench_setup", "commands.verify_api",
-     "commands.verify_work"},
-    {"commands.bench_sweep", "commands.bench_netns"},
+     "commands.bench_headline", "commands.bench_compare_report", "commands.verify_target"},
+    {"commands.analyze", "commands.bench_runs", "commands.bench_setup", "commands.bench_revisions",
+     "commands.verify_api", "commands.verify_work"},
+    {"commands.bench_sweep", "commands.bench_netns", "commands.bench_compare"},
     # the commands
     {"commands.harness", "commands.bench", "commands.verify", "commands.calibrate", "commands.reconcile"},
 ]
 COMMANDS = LAYERS[-1]
 PARTS = {"commands.harness": ("analyze", "analyze_figures", "analyze_report"),
          "commands.bench": ("bench_figures", "bench_report", "bench_subjects", "bench_runs", "bench_setup",
-                            "bench_sweep", "bench_netns"),
+                            "bench_sweep", "bench_netns", "bench_headline", "bench_revisions",
+                            "bench_compare", "bench_compare_report"),
          "commands.calibrate": ("calibrate_matrix", "calibrate_scorecard"),
          "commands.reconcile": ("reconcile_client",),
          "commands.verify": ("verify_js", "verify_target", "verify_api", "verify_work")}

@@ -19,7 +19,7 @@ METRICS = {
     "rps": ("req/s", "", True),
     "p99_ms": ("p99 latency", "ms", False),
     "rss_mib": ("peak RSS", "MiB", False),
-    "uss_mib": ("peak private memory (USS)", "MiB", False),
+    "uss_mib": ("peak private memory, USS", "MiB", False),
     "cpu_us_per_req": ("server CPU per request", "µs", False),
     "startup_ms": ("startup to first 200", "ms", False),
 }
@@ -357,6 +357,7 @@ def ceiling_rows(summary, tests, runs=()):
                 "pgbench_other_core": server_core, "pgbench_other_core_rps": other_rps,
                 "pgbench_db_core": db_core, "pgbench_db_core_rps": db_rps,
                 "pg_us_server_core": pg_server, "pg_us_db_core": pg_db,
+                "server_core_cpu0_busy": figure(summary, server_core, test, "cpu0_busy"),
                 "wakeup_us": pg_server - pg_db if None not in (pg_server, pg_db) else None,
                 "wakeup_rounds": round_difference(index, (server_core, test, "db_cpu_us_per_req"),
                                                   (db_core, test, "db_cpu_us_per_req")),

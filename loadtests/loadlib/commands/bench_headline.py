@@ -106,6 +106,5 @@ def headline_section(summary, runs, meta):
                         f"target ≤ {STARTUP_TARGET_MS:g}, {st['n']} starts)", fmt_range(st)])
     if mem:
         out.append(table(["figure", "median (min–max)"], mem))
-        out.append("")
-    return "\n".join(out)
+    return "\n".join(out).rstrip("\n")
 

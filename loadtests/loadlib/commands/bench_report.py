@@ -57,6 +57,10 @@ def startup_table(summary, order):
                  rows)
 
 
+# CPU 0's busy share from which a pgbench run on CPU 1 counts as saturating PostgreSQL
+SATURATED = 0.95
+
+
 def with_range(value, rounds, show=fmt):
     """A figure computed from medians, with the range of the same figure computed round by
     round when there are two rounds or more: '0.69 (0.65–0.72)'."""
@@ -138,6 +142,14 @@ def wakeup_lines(rows):
                  f"{'+' if r['wakeup_us'] > 0 else ''}"
                  f"{with_range(r['wakeup_us'], r['wakeup_rounds'])} µs" for r in rs]
         out.append(f"- {mode}: " + "; ".join(parts))
+    idle = [f"{r['pgbench_other_core']} {r['test']} ({fmt_share(r['server_core_cpu0_busy'])})"
+            for r in rows if (r.get("server_core_cpu0_busy") or 1) < SATURATED]
+    if idle:
+        out += ["", f"⚠ CPU 0 was less than {fmt_share(SATURATED)} busy in " + ", ".join(idle) +
+                ": pgbench on CPU 1 did not keep PostgreSQL busy, so its backends slept and woke "
+                "from an idle core for many queries, which costs more per query than in notesd's "
+                "runs, where wrk and PostgreSQL saturate CPU 0. Those ceilings are too low, and "
+                "the wake-up costs too high; a busy CPU 1 (other load) is the usual cause."]
     out.append("")
     return out
 

@@ -361,6 +361,14 @@ class Ceiling(unittest.TestCase):
                       "| 15 | 6,667 (6,494–6,849) | 8,500 (8,000–9,000) | 1.27 (1.17–1.39) |", text)
         self.assertIn("- unnamed (-M extended): read 135 − 122 = +12.5 (10–15) µs", text)
         self.assertIn("- notesd-pipeline: SKIP — no --pipeline", text)
+        self.assertNotIn("⚠", text)
+
+    def test_unsaturated_database_core_is_flagged(self):
+        runs = [dict(r, cpu_busy={"0": {"busy": 0.8}}) if r["label"] == "pgbench" else r
+                for r in self.runs]
+        summary = report.summarize(runs, [])
+        text = bench_report.ceiling_section(report.ceiling_rows(summary, ["read"], runs), {})
+        self.assertIn("⚠ CPU 0 was less than 95% busy in pgbench read (80%)", text)
 
 
 def sweep_rec(subject, test, n, rps, p50, p99, valid=True):

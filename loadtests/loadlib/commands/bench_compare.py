@@ -8,9 +8,11 @@ and every other round takes the cases in reverse, so neither side is always firs
 after a reset or a particular neighbour. Every run is a fresh start of the binary
 (its start-up is timed: spawn to the first 200 of GET /notes?tag=js), a warm-up, a
 measured wrk run (bench_runs.run_http: req/s, notesd's CPU and PostgreSQL's from
-/proc), and a stop. The table is reset before a database run when a run that writes
-came before it (reads leave it as they found it), so both runs of a pair start from
-the same table. Before the rounds, callgrind counts each binary's instructions per
+/proc), and a stop. The table is reset before a pair of database runs when a run
+that writes came before it (reads leave it as they found it): not between the two
+runs of a pair, where a reset costs more time than it buys (the second run of a
+write pair sees about 1% more rows than the first, and which build that is
+alternates). Before the rounds, callgrind counts each binary's instructions per
 request (tests/tools/callgrind_per_request.py: /json and /notes/1).
 
 The figures and the verdicts are bench_compare_report's; the builds
@@ -162,15 +164,20 @@ def run_callgrind(bench):
 
 # ---------------------------------------------------------------- the rounds
 
-def run_side(bench, rnd, case, side, first):
-    """One run of a case by one side: reset when a write came before (database mixes),
-    start (timed), warm-up and measured run, stop. The record of bench_runs.run_http
-    with the side, the case, whether it went first in its pair, and the start-up."""
-    srv = bench.compare_subjects[(side, case["subject"])]
-    test = case["test"]
-    if test in DB_TESTS and bench.table_dirty and not bench.args.no_reset:
+def reset_if_written(bench, case):
+    """Before a pair of database runs: reseeds the table when a run wrote to it since
+    the last reset."""
+    if case["test"] in DB_TESTS and bench.table_dirty and not bench.args.no_reset:
         bench.db.reset()
         bench.table_dirty = False
+
+
+def run_side(bench, rnd, case, side, first):
+    """One run of a case by one side: start (timed), warm-up and measured run, stop.
+    The record of bench_runs.run_http with the side, the case, whether it went first in
+    its pair, and the start-up."""
+    srv = bench.compare_subjects[(side, case["subject"])]
+    test = case["test"]
     head = {"round": rnd, "subject": srv.subject, "label": srv.label, "threads": 1,
             "test": test, "side": side, "case": case["case"], "first": first}
     bench.current = srv
@@ -194,13 +201,14 @@ def run_pairs(bench):
     """Every round: each case as a pair of runs, A and B in the order pair_order gives."""
     a = bench.args
     per_run = a.warmup + a.duration + 1
-    resets = sum(1 for c in bench.cases if c["test"] in WRITES) * 2 + 1
+    resets = sum(1 for c in bench.cases if c["test"] in WRITES) + 1
     log(f"{len(bench.cases)} cases × 2 builds × {a.rounds} rounds: about "
-        f"{(len(bench.cases) * 2 * per_run + resets * 2) * a.rounds / 60:.0f} min")
+        f"{(len(bench.cases) * 2 * per_run + resets * 3) * a.rounds / 60:.0f} min")
     for rnd in range(1, a.rounds + 1):
         log(f"round {rnd}/{a.rounds}")
         for index, case in round_cases(bench.cases, rnd):
             order = pair_order(rnd, index)
+            reset_if_written(bench, case)
             for side in order:
                 keep_record(bench, run_side(bench, rnd, case, side, side == order[0]))
 

@@ -130,7 +130,7 @@ def head_lines(data):
         "alternating from case to case and round to round (reversed case order every other "
         "round); each run a fresh start of the binary, a "
         f"{m['warmup_s']} s warm-up and a {m['duration_s']} s `wrk -t1 -c{m['connections']}` "
-        "run; the table reset before a database run when a write came before it",
+        "run; the table reset before a pair of database runs when a write came before it",
         f"- layout: {m['layout']}",
         f"- statistics: the ratio of medians A / B with a {conf:g}% percentile bootstrap "
         f"interval over the paired rounds ({m['resamples']} resamples, seed {m['seed']}), and "

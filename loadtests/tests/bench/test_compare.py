@@ -4,7 +4,8 @@
 
 - `REV` and `BASE..NEW` parsed, revisions resolved in this repository;
 - the cases (tests × variants) and the schedule: every case runs AB and BA equally
-  often, reversed case order every other round;
+  often, reversed case order every other round; the two runs of a pair back to back,
+  the table reset only between pairs, and only after a write;
 - the figures from the raw runs: pairs only where both sides are valid, a verdict
   per case and figure, the same report twice from the same bench.json (the seed);
 - callgrind's instruction counts: equal builds within the resolution are "no
@@ -13,6 +14,7 @@
 """
 import copy
 import random
+import types
 import unittest
 
 from loadlib.commands import bench_compare, bench_compare_report as figures, bench_revisions
@@ -68,6 +70,39 @@ class Schedule(unittest.TestCase):
         self.assertEqual(bench_compare.pair_order(2, 0), ("B", "A"))
         self.assertEqual([i for i, _ in bench_compare.round_cases("abc", 1)], [0, 1, 2])
         self.assertEqual([i for i, _ in bench_compare.round_cases("abc", 2)], [2, 1, 0])
+
+
+class Rounds(unittest.TestCase):
+    """run_pairs as it runs: the servers and wrk replaced by a log of what happens."""
+
+    def test_pairs_adjacent_and_resets_only_between_pairs_after_a_write(self):
+        events = []
+        cases, _ = bench_compare.make_cases(["json", "read", "write", "mixed"], ["plain"], False)
+        fake = types.SimpleNamespace(
+            args=types.SimpleNamespace(rounds=2, warmup=1, duration=2, no_reset=False),
+            cases=cases, table_dirty=True,
+            db=types.SimpleNamespace(reset=lambda: events.append("reset")))
+
+        def run_side(bench, rnd, case, side, first):
+            if case["test"] in bench_compare.WRITES:
+                bench.table_dirty = True
+            return (rnd, case["case"], side)
+        saved = bench_compare.run_side, bench_compare.keep_record
+        bench_compare.run_side = run_side
+        bench_compare.keep_record = lambda bench, rec: events.append(rec)
+        try:
+            bench_compare.run_pairs(fake)
+        finally:
+            bench_compare.run_side, bench_compare.keep_record = saved
+        runs = [e for e in events if e != "reset"]
+        self.assertEqual(len(runs), 2 * 4 * 2)
+        for i in range(0, len(runs), 2):                  # each pair: one case, both sides
+            self.assertEqual(runs[i][:2], runs[i + 1][:2])
+            self.assertEqual({runs[i][2], runs[i + 1][2]}, {"A", "B"})
+        # resets: before round 1's read (state unknown), before its mixed (after write);
+        # round 2 runs mixed, write, read, json: before each (each follows a write)
+        self.assertEqual([events[i + 1][1] for i, e in enumerate(events) if e == "reset"],
+                         ["read", "mixed", "mixed", "write", "read"])
 
 
 def compare_run(rnd, case, side, rps, cpu=10.0, db=None, startup=20.0, valid=True):

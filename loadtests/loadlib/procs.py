@@ -90,13 +90,35 @@ def children_map():
     return out
 
 
+def children(pid):
+    """A process's live children, from /proc/PID/task/*/children (a few small reads;
+    kernels built with CONFIG_PROC_CHILDREN), or from a scan of every process where
+    that file is missing. [] when the process is gone."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue                      # the thread ended meanwhile
+            return children_map().get(pid, [])
+        except OSError:
+            continue
+    return out
+
+
 def descendants(pid, cmap=None):
-    """Every live descendant of a process."""
-    cmap = children_map() if cmap is None else cmap
+    """Every live descendant of a process (from `cmap`, a children_map(), when given)."""
+    kids = children if cmap is None else (lambda p: cmap.get(p, []))
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
-        for c in cmap.get(p, []):
+        for c in kids(p):
             out.append(c)
             todo.append(c)
     return out
@@ -126,7 +148,7 @@ def settle(pid, stable_s=0.1, limit_s=3.0):
     last, since = None, time.monotonic()
     while time.monotonic() < deadline:
         kids = {}
-        for c in children_map().get(pid, []):
+        for c in children(pid):
             s = proc_stat(c)
             if s is not None:
                 kids[c] = s["state"]

@@ -4,8 +4,12 @@ turns on the same layout, so the machine's drift falls on both alike.
 Each case (a wrk MODE, and for the database mixes each query variant: unnamed,
 --prepared, pipelined) runs A and B back to back in every round: a pair. The order
 within a pair alternates from case to case and from round to round (AB, BA, ...),
-and every other round takes the cases in reverse, so neither side is always first
-after a reset or a particular neighbour. Every run is a fresh start of the binary
+and the cases run in the same order every round, so what comes before a pair (a
+reset of the table or none, the case before it) is the same in every round, and
+which build runs first in it is not tied to any of that. (Reversing the order every
+other round would tie them: the rounds in which a pair follows a reset would be the
+rounds in which the same build goes first. A comparison of a build with itself
+showed it, one build ahead on every database mix.) Every run is a fresh start of the binary
 (its start-up is timed: spawn to the first 200 of GET /notes?tag=js), a warm-up, a
 measured wrk run (bench_runs.run_http: req/s, notesd's CPU and PostgreSQL's from
 /proc), and a stop. The table is reset before a pair of database runs when a run
@@ -74,9 +78,9 @@ def pair_order(rnd, index):
 
 
 def round_cases(cases, rnd):
-    """(index, case) in the order round `rnd` runs them: reversed in even rounds."""
-    indexed = list(enumerate(cases))
-    return indexed if rnd % 2 else list(reversed(indexed))
+    """(index, case) in the order round `rnd` runs them: the same in every round (see
+    the module's comment)."""
+    return list(enumerate(cases))
 
 
 # ---------------------------------------------------------------- before the rounds

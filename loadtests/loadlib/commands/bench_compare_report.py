@@ -127,7 +127,7 @@ def head_lines(data):
     conf = 100 * m["confidence"]
     out += [
         f"- {m['rounds']} rounds; in each, every case runs A and B back to back, the order "
-        "alternating from case to case and round to round (reversed case order every other "
+        "alternating from case to case and round to round (the cases in the same order every "
         "round); each run a fresh start of the binary, a "
         f"{m['warmup_s']} s warm-up and a {m['duration_s']} s `wrk -t1 -c{m['connections']}` "
         "run; the table reset before a pair of database runs when a write came before it",

@@ -262,7 +262,9 @@ def raw_section(summary, tests, order):
     out = ["## Raw figures (medians over valid rounds)", ""]
     out.append(raw_tables(summary, tests, order))
     out.append("")
-    out.append("Spread is (max − min) / median over the rounds. CPU per request is the "
+    out.append("In parentheses: the lowest and highest of the valid rounds. PSS shares each "
+               "page among the processes that map it; USS is what only the server holds. "
+               "CPU per request is the "
                "server process's utime + stime over the measured run divided by the requests "
                "wrk completed (pgbench: its own CPU per transaction); server core use is "
                "that CPU time over the run's wall time (100% = one core busy all along: the "

@@ -1,6 +1,6 @@
 """What /proc says about processes and CPUs, and where they may run: per-process
-CPU time, RSS and private memory (USS, PSS), process trees (a PostgreSQL cluster is one), per-core busy
-time, CPU pinning.
+CPU time, RSS and private memory (USS, PSS), process trees (a PostgreSQL cluster is
+one), per-core busy time, CPU pinning.
 
 Owns reading and pinning only; starting and stopping servers is server.py,
 sampling over time is sampler.py.

@@ -20,8 +20,8 @@ Layout: the server under test on CPU 1, wrk and the private PostgreSQL on CPU 0
 (pgbench, which plays the server's part, on CPU 1). Every subject starts once
 per round (startup timed to its first 200), then each of its tests gets a
 warm-up run and a measured run; rounds alternate the subjects' order. The
-report (stdout and OUT/report.md) gives medians, spread, the ratios and the
-issue's targets with PASS/MISS; OUT/bench.json keeps every raw figure.
+report (stdout and OUT/report.md) gives medians with their range over the rounds,
+the ratios and the targets with PASS/MISS; OUT/bench.json keeps every raw figure.
 
 --compare runs nothing of that: it builds another revision and measures this
 notesd against it in interleaved pairs of short runs, with a verdict per figure
@@ -61,12 +61,13 @@ from loadlib.commands.bench_setup import preflight, setup
 from loadlib.commands.bench_subjects import (
     ALL_SUBJECTS, ALL_TESTS, DEFAULT_PGDATA, DEFAULT_PGPORT, LOAD_CPU, PIPELINE_DEPTH, REPO,
     SERVER_CPU, log, sh)
-# the defaults of the load rounds, and of --quick (for --compare: bench_compare's)
-DEFAULTS = {"rounds": 3, "duration": 20, "warmup": 5, "starts": 11}
-QUICK = {"rounds": 1, "duration": 3, "warmup": 1, "starts": 5}
 from loadlib.commands.bench_sweep import run_sweep, sweep_section
 from loadlib.report import write_json
 from loadlib.tools import run as toolrun, wrk
+
+# the defaults of the load rounds, and of --quick (for --compare: bench_compare's)
+DEFAULTS = {"rounds": 3, "duration": 20, "warmup": 5, "starts": 11}
+QUICK = {"rounds": 1, "duration": 3, "warmup": 1, "starts": 5}
 
 
 # ---------------------------------------------------------------- options
@@ -196,7 +197,8 @@ def meta(bench):
     return {
         "started": bench.started.isoformat(timespec="seconds"),
         "finished": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "quick": a.quick, "starts": a.starts, "rounds": a.rounds, "duration_s": a.duration, "warmup_s": a.warmup,
+        "quick": a.quick, "starts": a.starts, "rounds": a.rounds, "duration_s": a.duration,
+        "warmup_s": a.warmup,
         "connections": a.connections, "pool": a.pool, "tests": bench.tests,
         "threads": getattr(bench, "thread_counts", [1]),
         "order": [u.label if k == "server" else u for k, u in getattr(bench, "units", [])],
@@ -328,7 +330,8 @@ def main():
                    help="run nothing else: build REV (any git revision of this repository) in a "
                         "temporary tree and measure this working tree's notesd (A) against it "
                         "(B) in interleaved pairs of short runs; BASE..NEW builds both")
-    p.add_argument("--variants", type=listing(list(compare.VARIANTS)), default=["plain", "prepared"],
+    p.add_argument("--variants", type=listing(list(compare.VARIANTS)),
+                   default=["plain", "prepared"],
                    help="--compare: the database mixes' query variants (default plain,prepared; "
                         "also pipeline, prepared-pipeline)")
     p.add_argument("--confidence", type=float, default=stats.DEFAULT_CONFIDENCE,

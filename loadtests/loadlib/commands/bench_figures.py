@@ -49,7 +49,8 @@ PGBENCH_WHERE = {
     "pgbench-pipeline": "-M extended, pipelines of 16, CPU 0",
     "pgbench-prepared-pipeline": "-M prepared, pipelines of 16, CPU 0",
     "pgbench-pipeline-servercore": "-M extended, pipelines of 16, CPU 1 (the server's core)",
-    "pgbench-prepared-pipeline-servercore": "-M prepared, pipelines of 16, CPU 1 (the server's core)",
+    "pgbench-prepared-pipeline-servercore":
+        "-M prepared, pipelines of 16, CPU 1 (the server's core)",
 }
 # the private memory notesd may hold under the read load (USS, MiB), and its start-up (ms)
 USS_TARGET_MIB = 4.0

@@ -68,8 +68,8 @@ def parse_compare(text):
 
 def resolve(rev):
     """The full commit id of a revision of this repository; BuildError when it names none."""
-    res = subprocess.run(["git", "-C", REPO, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-                         capture_output=True, text=True)
+    res = subprocess.run(["git", "-C", REPO, "rev-parse", "--verify", "--quiet",
+                          f"{rev}^{{commit}}"], capture_output=True, text=True)
     if res.returncode != 0 or not res.stdout.strip():
         raise BuildError(f"{rev!r} is not a commit of this repository")
     return res.stdout.strip()

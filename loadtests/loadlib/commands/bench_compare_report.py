@@ -10,13 +10,17 @@ from loadlib.commands.bench_figures import DB_TESTS, NOISY_CORES
 from loadlib.quantile import median
 from loadlib.report import fmt, fmt_range, fmt_share, table
 
+MIB = 1024 * 1024
 # the figures compared: key of a run record, title, True when higher is better, the
-# tests it applies to (None: all)
+# tests it applies to (None: all), the unit it is shown in (a divisor), and how the
+# report words a worse and a better A
 FIGURES = [
-    ("rps", "req/s", True, None),
-    ("cpu_us_per_req", "notesd CPU µs/request", False, None),
-    ("db_cpu_us_per_req", "PostgreSQL CPU µs/query", False, DB_TESTS),
-    ("startup_ms", "start-up ms", False, None),
+    ("rps", "req/s", True, None, 1, ("slower", "faster")),
+    ("cpu_us_per_req", "notesd CPU µs/request", False, None, 1, ("slower", "faster")),
+    ("db_cpu_us_per_req", "PostgreSQL CPU µs/query", False, DB_TESTS, 1, ("slower", "faster")),
+    ("startup_ms", "start-up ms", False, None, 1, ("slower", "faster")),
+    ("uss_peak_bytes", "peak private memory (USS) MiB", False, None, MIB,
+     ("more memory", "less memory")),
 ]
 # callgrind counts every instruction, but a few dozen per request depend on time (the
 # latency histograms' bucket search, h2o's once-a-second Date header): identical builds
@@ -26,13 +30,13 @@ FIGURES = [
 INSTRUCTION_RESOLUTION = 0.0025
 
 
-def paired(runs, case, key):
+def paired(runs, case, key, unit=1):
     """(A's figures, B's figures, rounds) over the rounds in which both sides' runs of
-    `case` are valid and have the figure."""
+    `case` are valid and have the figure (divided by `unit`)."""
     by_round = {}
     for r in runs:
         if r.get("case") == case and r.get("valid") and r.get(key) is not None:
-            by_round.setdefault(r["round"], {})[r["side"]] = r[key]
+            by_round.setdefault(r["round"], {})[r["side"]] = r[key] / unit
     rounds = sorted(k for k, v in by_round.items() if "A" in v and "B" in v)
     return [by_round[k]["A"] for k in rounds], [by_round[k]["B"] for k in rounds], rounds
 
@@ -44,17 +48,27 @@ def comparison_rows(data):
     m = data["meta"]
     rows = []
     for i, case in enumerate(data["cases"]):
-        for j, (key, title, higher, only) in enumerate(FIGURES):
+        for j, (key, title, higher, only, unit, words) in enumerate(FIGURES):
             if only and case["test"] not in only:
                 continue
-            a, b, rounds = paired(data["runs"], case["case"], key)
+            a, b, rounds = paired(data["runs"], case["case"], key, unit)
+            if not rounds and key == "uss_peak_bytes":
+                continue                      # runs from before USS was sampled
             c = stats.compare_paired(a, b, higher, m["confidence"], m["resamples"],
                                      m["seed"] + 100 * i + j)
             c.update(case=case["case"], test=case["test"], figure=key, title=title,
                      rounds=rounds, a=stats.dispersion(a), b=stats.dispersion(b),
-                     pair_ratios=stats.dispersion([x / y for x, y in zip(a, b) if y]))
+                     pair_ratios=stats.dispersion([x / y for x, y in zip(a, b) if y]),
+                     words=dict(zip(("slower", "faster"), words)))
             rows.append(c)
     return rows
+
+
+def verdict_words(c):
+    """The verdict as the report words it for this figure ("slower", "more memory", ...)."""
+    if c["verdict"] in ("slower", "faster"):
+        return c.get("words", {}).get(c["verdict"], c["verdict"])
+    return stats.describe_verdict(c)
 
 
 def instruction_rows(callgrind):
@@ -91,14 +105,16 @@ def fmt_interval(c):
 def summary_lines(rows, instructions):
     """The verdicts in a few lines: what was slower, what faster, how close the rest
     came to telling."""
-    slower = [r for r in rows if r["verdict"] == "slower"]
-    faster = [r for r in rows if r["verdict"] == "faster"]
     out = []
-    for name, found in (("slower", slower), ("faster", faster)):
-        if found:
-            out.append(f"- **A is {name}** on " + "; ".join(
+    for verdict in ("slower", "faster"):
+        found = {}
+        for r in rows:
+            if r["verdict"] == verdict:
+                found.setdefault(verdict_words(r), []).append(r)
+        for words, rs in found.items():
+            out.append(f"- **A: {words}** on " + "; ".join(
                 f"{r['case']} {r['title']} ({r['ratio']:.3f}, interval {fmt_interval(r)}, "
-                f"p = {r['p']:.2g})" for r in found))
+                f"p = {r['p']:.2g})" for r in rs))
     rps = [r for r in rows if r["figure"] == "rps" and r["verdict"] == "no difference"]
     if rps:
         out.append("- no difference detected in req/s on " + ", ".join(
@@ -160,13 +176,14 @@ def verdict_section(rows, instructions, m):
     out = ["## Verdicts", ""] + summary_lines(rows, instructions) + [""]
     trows = [[r["case"], r["title"], fmt_range(r["a"]), fmt_range(r["b"]),
               "–" if r["ratio"] is None else f"{r['ratio']:.3f}", fmt_interval(r),
-              "–" if r["p"] is None else f"{r['p']:.2g}", r["n"], stats.describe_verdict(r)]
+              "–" if r["p"] is None else f"{r['p']:.2g}", r["n"], verdict_words(r)]
              for r in rows]
     out.append(table(["case", "figure", "A median (min–max)", "B median (min–max)",
                       "A / B (medians)", f"{100 * m['confidence']:g}% interval",
                       "p (signed rank)", "pairs", "verdict"], trows))
     out += ["", "\"slower\" means worse for A whichever way the figure points: fewer req/s, more "
-            "CPU per request or query, a longer start-up.", ""]
+            "CPU per request or query, a longer start-up; \"more memory\", a higher peak of "
+            "private memory (USS, /proc/PID/smaps_rollup, sampled every 100 ms).", ""]
     return out
 
 

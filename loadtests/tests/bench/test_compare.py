@@ -130,10 +130,11 @@ class Rounds(unittest.TestCase):
         self.assertEqual(unbalanced, {})
 
 
-def compare_run(rnd, case, side, rps, cpu=10.0, db=None, startup=20.0, valid=True):
+def compare_run(rnd, case, side, rps, cpu=10.0, db=None, startup=20.0, valid=True, uss=None):
     return {"round": rnd, "case": case, "test": case.split(",")[0], "side": side,
             "valid": valid, "rps": rps, "cpu_us_per_req": cpu, "db_cpu_us_per_req": db,
-            "startup_ms": startup, "other_cores": 0.01, "first": side == "A"}
+            "startup_ms": startup, "other_cores": 0.01, "first": side == "A",
+            "uss_peak_bytes": uss}
 
 
 def compare_data(runs, cases, callgrind=None):
@@ -161,7 +162,9 @@ class Figures(unittest.TestCase):
                 runs.append(compare_run(rnd, "json", side, 50000 * machine * noise))
                 slow = 0.9 if side == "A" else 1.0
                 runs.append(compare_run(rnd, "read", side, 5000 * machine * noise * slow,
-                                        db=100 * noise / slow))
+                                        db=100 * noise / slow,
+                                        uss=(3.5 if side == "A" else 3.2) * 1024 * 1024
+                                        + rng.randrange(4096)))
         runs.append(compare_run(9, "json", "A", 1, valid=False))    # an unpaired, invalid round
         self.data = compare_data(runs, self.cases)
 
@@ -182,6 +185,11 @@ class Figures(unittest.TestCase):
         self.assertAlmostEqual(rows[("read", "rps")]["ratio"], 0.9, delta=0.02)
         self.assertEqual(rows[("read", "db_cpu_us_per_req")]["verdict"], "slower")
         self.assertNotIn(("json", "db_cpu_us_per_req"), rows)     # no database on /json
+        self.assertNotIn(("json", "uss_peak_bytes"), rows)        # not sampled in these runs
+        r = rows[("read", "uss_peak_bytes")]
+        self.assertEqual(r["verdict"], "slower")
+        self.assertEqual(figures.verdict_words(r), "more memory")
+        self.assertAlmostEqual(r["a"]["median"], 3.5, delta=0.01)   # in MiB
         # the machine moved each side by ±30%, the pairs by ±1%: the pairing takes it out
         r = rows[("json", "rps")]
         self.assertGreater(r["a"]["rel"], 0.3)
@@ -191,7 +199,8 @@ class Figures(unittest.TestCase):
     def test_report_is_reproducible_from_bench_json(self):
         one = figures.compare_markdown(self.data)
         self.assertEqual(one, figures.compare_markdown(copy.deepcopy(self.data)))
-        self.assertIn("- **A is slower** on read req/s (0.9", one)
+        self.assertIn("- **A: slower** on read req/s (0.9", one)
+        self.assertIn("- **A: more memory** on read peak private memory (USS) MiB", one)
         self.assertIn("| json | req/s |", one)
         self.assertIn("no difference detected (±", one)
         self.assertIn("## The noise", one)

@@ -1,6 +1,6 @@
 """What /proc says about processes and CPUs, and where they may run: per-process
-CPU time and RSS, process trees (a PostgreSQL cluster is one), per-core busy
-time, CPU pinning.
+CPU time, RSS and private memory (USS, PSS), process trees (a PostgreSQL cluster is
+one), per-core busy time, CPU pinning.
 
 Owns reading and pinning only; starting and stopping servers is server.py,
 sampling over time is sampler.py.
@@ -52,6 +52,30 @@ def rss_bytes(pid):
         return None
 
 
+def memory(pid):
+    """A process's memory from /proc/PID/smaps_rollup, in bytes: {"rss", "pss", "uss",
+    "anon"}, or None when it is gone or may not be read. RSS counts every page the
+    process has resident, the shared libraries' pages that every other process maps
+    too included; PSS shares each page out among the processes that map it; USS
+    (Private_Clean + Private_Dirty) is what only this process holds, what would be
+    freed if it exited. anon is its anonymous memory (heap, stacks)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            text = f.read()
+    except OSError:
+        return None
+    kb = {}
+    for line in text.splitlines():
+        m = re.match(r"(\w+):\s+(\d+) kB", line)
+        if m:
+            kb[m.group(1)] = int(m.group(2))
+    if "Rss" not in kb:
+        return None
+    return {"rss": kb["Rss"] * 1024, "pss": kb.get("Pss", 0) * 1024,
+            "uss": (kb.get("Private_Clean", 0) + kb.get("Private_Dirty", 0)) * 1024,
+            "anon": kb.get("Anonymous", 0) * 1024}
+
+
 # --------------------------------------------------------------------- trees
 
 def children_map():
@@ -66,13 +90,35 @@ def children_map():
     return out
 
 
+def children(pid):
+    """A process's live children, from /proc/PID/task/*/children (a few small reads;
+    kernels built with CONFIG_PROC_CHILDREN), or from a scan of every process where
+    that file is missing. [] when the process is gone."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue                      # the thread ended meanwhile
+            return children_map().get(pid, [])
+        except OSError:
+            continue
+    return out
+
+
 def descendants(pid, cmap=None):
-    """Every live descendant of a process."""
-    cmap = children_map() if cmap is None else cmap
+    """Every live descendant of a process (from `cmap`, a children_map(), when given)."""
+    kids = children if cmap is None else (lambda p: cmap.get(p, []))
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
-        for c in cmap.get(p, []):
+        for c in kids(p):
             out.append(c)
             todo.append(c)
     return out
@@ -102,7 +148,7 @@ def settle(pid, stable_s=0.1, limit_s=3.0):
     last, since = None, time.monotonic()
     while time.monotonic() < deadline:
         kids = {}
-        for c in children_map().get(pid, []):
+        for c in children(pid):
             s = proc_stat(c)
             if s is not None:
                 kids[c] = s["state"]

@@ -102,6 +102,18 @@ def fmt_spread(st):
     return fmt_share(st.get("spread") if st else None)
 
 
+def fmt_range(st, show=None):
+    """A stat's median with its range over the rounds, '7,240 (7,100–7,400)'; the median
+    alone from one round, '–' without one. st: {"median", "min", "max", "n"} (bench's
+    stat(), stats.dispersion()); show formats each number (fmt by default)."""
+    show = show or fmt
+    if not st or st.get("median") is None:
+        return "–"
+    if st.get("n", 0) < 2:
+        return show(st["median"])
+    return f"{show(st['median'])} ({show(st['min'])}–{show(st['max'])})"
+
+
 def fmt_ms(v):
     """Milliseconds for a report: 2 decimals below 10 ms, 1 above; 'n/a' for None."""
     if v is None:

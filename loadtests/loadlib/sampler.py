@@ -1,6 +1,6 @@
 """Sampling while a load runs: a server's /metrics page and what /proc says about
 it, the load tool, PostgreSQL and the cores (Sampler, once a second, written to
-files), and a process's peak RSS (RssSampler, in memory).
+files), and a process's peak RSS, PSS and USS (RssSampler, in memory).
 
 There is exactly one scraper per target. notesd and the peer report the
 event-loop lag gauges over the window since the previous scrape, so a second
@@ -32,7 +32,8 @@ class Sampler(threading.Thread):
       before.prom      the first scrape (taken before the load starts)
       after.prom       the last scrape (taken after the load ended and drained)
       proc.jsonl       one JSON object per sample:
-                       {"t", "target": {cpu_s, rss_bytes, threads}, "tool": {cpu_s, rss_bytes},
+                       {"t", "target": {cpu_s, rss_bytes, threads, pss_bytes, uss_bytes},
+                        "tool": {cpu_s, rss_bytes},
                         "pg_cpu_s", "cores": [[processes, interrupts, steal, total] jiffies per core]}
     """
 
@@ -85,6 +86,9 @@ class Sampler(threading.Thread):
         st = procs.proc_stat(self.target_pid)
         if st:
             sample["target"] = {"cpu_s": st["cpu_s"], "rss_bytes": st["rss_bytes"], "threads": st["threads"]}
+            mem = procs.memory(self.target_pid)
+            if mem:
+                sample["target"].update(pss_bytes=mem["pss"], uss_bytes=mem["uss"])
         if self.tool_pid:
             tl = procs.proc_stat(self.tool_pid)
             if tl:
@@ -131,20 +135,27 @@ class Sampler(threading.Thread):
 
 
 class RssSampler(threading.Thread):
-    """Samples a process's resident set every `period` seconds; keeps the peak."""
+    """Samples a process's memory every `period` seconds and keeps the peaks: .peak
+    (RSS), .peak_pss and .peak_uss (procs.memory: PSS, and USS, the private memory
+    only this process holds)."""
 
     def __init__(self, pid, period=0.1):
         super().__init__(daemon=True)
         self.pid, self.period = pid, period
         self.peak, self.samples, self.last = None, 0, None
+        self.peak_pss = self.peak_uss = None
         self._halt = threading.Event()
 
     def sample(self):
-        r = procs.rss_bytes(self.pid)
+        mem = procs.memory(self.pid)
+        r = mem["rss"] if mem else procs.rss_bytes(self.pid)
         if r is not None:
             self.samples += 1
             self.last = r
             self.peak = r if self.peak is None else max(self.peak, r)
+        if mem:
+            self.peak_pss = max(self.peak_pss or 0, mem["pss"])
+            self.peak_uss = max(self.peak_uss or 0, mem["uss"])
 
     def run(self):
         while not self._halt.is_set():

@@ -2,11 +2,12 @@
 """User-space instructions per request, counted by callgrind.
 
     tests/tools/callgrind_per_request.py [--bin BUILD/notesd ...] [--path /json ...]
-                                         [--requests 2000] [--rounds 3]
+                                         [--requests 2000] [--rounds 3] [--json FILE]
 
-Runs notesd under `valgrind --tool=callgrind` twice per round: once with 100
-keep-alive requests on one connection and once with 100 + REQUESTS, then ends
-it with SIGTERM. Start-up, the first connection to the database and shutdown
+Runs notesd under `valgrind --tool=callgrind` twice per round, on a free port
+this picks (any revision can be measured: older ones cannot take PORT=0): once
+with 100 keep-alive requests on one connection and once with 100 + REQUESTS,
+then ends it with SIGTERM. Start-up, the first connection to the database and shutdown
 are the same in both runs, so the difference of the two totals (callgrind's
 `totals:` line, every instruction the process ran in user space: notesd, h2o,
 libpq, libc), divided by REQUESTS, is what one request costs. The lag probe is
@@ -14,7 +15,15 @@ slowed to one tick a minute and the pool holds one connection, so nothing that
 depends on how long a run takes is counted; what is left of that (h2o's Date
 header, refreshed once a second) is a few instructions per request. Several
 binaries are measured round by round, alternating, and the median of the
-rounds printed per binary and path.
+rounds printed per binary and path (and with --json written to FILE: {"requests",
+"rounds", "per_request": {binary: {path: [one figure per round]}}}; loadtests/bench
+--compare reads it).
+
+How exact: callgrind counts every instruction, but a few dozen of a request's
+depend on time: the latency histograms' bucket search (how long the request
+took) and h2o's Date header, refreshed once a second. Two runs of the same
+binary differ by up to about 0.1% on GET /notes/1 and a few instructions on
+/json.
 
 It starts a PostgreSQL of its own (tests/integration/pg_fixture.py), or uses
 the one NOTESD_PGSTATE names. A measurement, not a test: it asserts only that
@@ -22,13 +31,15 @@ every request got 200.
 """
 import argparse
 import http.client
+import json
 import os
-import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -37,24 +48,48 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 WARM = 100
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def connect_when_listening(proc, port, log_path, limit_s=120):
+    """An HTTP connection to the server once its port accepts one (valgrind takes a second
+    or more to start it). Waiting for the port, not for the start-up line, works with
+    every revision: older ones print that line only at LOG_LEVEL=info and cannot take
+    PORT=0. The connection that succeeds is the one the requests use, so nothing but
+    them reaches the server."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        if proc.poll() is not None:
+            with open(log_path, errors="replace") as f:
+                tail = f.read()[-2000:]
+            raise SystemExit(f"the server exited with {proc.returncode} before listening:\n{tail}")
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        try:
+            conn.connect()
+            return conn
+        except ConnectionRefusedError:
+            conn.close()
+        if time.monotonic() > deadline:
+            raise SystemExit(f"nothing listens on port {port} after {limit_s} s")
+        time.sleep(0.02)
+
+
 def total_instructions(binary, db_url, path, n, out):
     """Callgrind's total Ir for a server's life in which `path` is asked WARM + n times."""
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "POOL_", "LAG_"))}
-    env.update({"DB_URL": db_url, "PORT": "0", "HOST": "127.0.0.1", "METRICS_PORT": "0",
+    env.update({"DB_URL": db_url, "PORT": str(port), "HOST": "127.0.0.1", "METRICS_PORT": "0",
                 "POOL_MAX": "1", "LAG_INTERVAL_MS": "60000", "LOG_LEVEL": "warn"})
-    proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                             binary], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    log_path = out + ".log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                                 binary], env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT)
     try:
-        port = None
-        for line in proc.stdout:
-            m = re.search(r"listening on http://\S+:(\d+)", line)
-            if m:
-                port = int(m.group(1))
-                break
-        if port is None:
-            raise SystemExit(f"{binary} did not start")
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        conn = connect_when_listening(proc, port, log_path)
         for _ in range(WARM + n):
             conn.request("GET", path)
             resp = conn.getresponse()
@@ -63,7 +98,7 @@ def total_instructions(binary, db_url, path, n, out):
                 raise SystemExit(f"{path}: status {resp.status}")
         conn.close()
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=120)
+        proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -81,7 +116,11 @@ def main():
     ap.add_argument("--path", action="append", help="path to ask (repeatable) [/json, /notes/1]")
     ap.add_argument("--requests", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     args = ap.parse_args()
+    # SIGTERM (loadtests/bench stopping us) unwinds like Ctrl-C: the finally blocks stop
+    # the server under valgrind and the PostgreSQL this started
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     binaries = args.bin or [os.path.join(REPO, "build", "notesd")]
     paths = args.path or ["/json", "/notes/1"]
 
@@ -109,6 +148,11 @@ def main():
         for (b, p), values in results.items():
             print(f"  {b} {p}: {statistics.median(values):,.0f} "
                   f"(rounds: {', '.join(f'{v:,.0f}' for v in values)})")
+        if args.json:
+            per = {b: {p: results[(b, p)] for p in paths} for b in binaries}
+            with open(args.json, "w") as f:
+                json.dump({"requests": args.requests, "rounds": args.rounds,
+                           "per_request": per}, f, indent=1)
     finally:
         if own_pg:
             import pg_fixture

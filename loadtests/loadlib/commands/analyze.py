@@ -34,6 +34,7 @@ MEDIANS = {"p50_ms": ("p50_ms", "client"), "p95_ms": ("p95_ms", "client"),
            "pool_connections_mean": ("pool_connections_mean", None),
            "lag_mean_ms": ("lag_mean_ms", None), "heap_used_mib": ("heap_used_mib", None),
            "vmdata_mib": ("vmdata_mib", None), "rss_mib": ("rss_mib", None),
+           "uss_mib": ("uss_mib", None), "pss_mib": ("pss_mib", None),
            "cpu_pct": ("cpu_pct", None), "tool_cpu_pct": ("tool_cpu_pct", None),
            "pg_cpu_pct": ("pg_cpu_pct", None), "other_cpu_pct": ("other_cpu_pct", None)}
 

@@ -245,6 +245,9 @@ def analyze_test(mdir):
         rss = mean([p["target"]["rss_bytes"] for p in in_window])
         entry["rss_mib"] = None if rss is None else rss / MIB
         entry["rss_max_mib"] = max([p["target"]["rss_bytes"] for p in in_window], default=0) / MIB or None
+        for key in ("uss", "pss"):     # private memory and proportional share (smaps_rollup)
+            v = mean([p["target"][f"{key}_bytes"] for p in in_window if f"{key}_bytes" in p["target"]])
+            entry[f"{key}_mib"] = None if v is None else v / MIB
         entry["cpu_pct"] = proc_rate(proc, lo, hi, lambda p: p.get("target", {}).get("cpu_s"))
         entry["tool_cpu_pct"] = proc_rate(proc, lo, hi, lambda p: p.get("tool", {}).get("cpu_s"))
         entry["pg_cpu_pct"] = proc_rate(proc, lo, hi, lambda p: p.get("pg_cpu_s"))

@@ -81,6 +81,8 @@ def results_section(f):
                     [f"{fmt_ms(medians[t][m]['p95_ms'])} / {fmt_ms(medians[t][m]['p99_ms'])} ms" for t in targets])
     if "read" in modes:
         rows.append(["RSS during reads"] + [fmt_mib(medians[t]["read"]["rss_mib"]) for t in targets])
+        rows.append(["Private memory (USS) during reads"] +
+                    [fmt_mib(medians[t]["read"].get("uss_mib")) for t in targets])
     rows.append(["Startup to first 200"] + [fmt_s(medians[t]["startup_s"]) for t in targets])
     L.append(table(["Test"] + [labels[t] for t in targets], rows))
     L.append("")
@@ -234,7 +236,7 @@ def limits_section(f):
 
 
 def memory_section(f):
-    """Event loop and memory: event-loop delay, used heap, RSS."""
+    """Event loop and memory: event-loop delay, used heap, RSS, PSS and USS."""
     targets, modes, labels, medians = f.targets, f.modes, f.labels, f.medians
     L = []
     L.append("## Event loop and memory")
@@ -247,11 +249,19 @@ def memory_section(f):
         rows.append(["Used heap, reads"] + [fmt_mib(medians[t]["read"]["heap_used_mib"]) for t in targets])
     for m in modes:
         rows.append([f"RSS, {MODE_LABELS.get(m, m).lower()}"] + [fmt_mib(medians[t][m]["rss_mib"]) for t in targets])
+    for m in modes:
+        rows.append([f"PSS / USS, {MODE_LABELS.get(m, m).lower()}"] +
+                    [f"{fmt_mib(medians[t][m].get('pss_mib'))} / {fmt_mib(medians[t][m].get('uss_mib'))}"
+                     for t in targets])
     L.append(table(["Test"] + [labels[t] for t in targets], rows))
     L.append("")
     L.append("Event loop delay is the mean lateness of a 100 ms timer over the window (delta of "
              "`notes_eventloop_delay_seconds_sum` over delta of `_count`), the seed's lagSum/lagN. RSS is the "
-             "mean of /proc samples over the window. Used heap is what each target reports of its own heap: "
+             "mean of /proc samples over the window, and so are PSS and USS (from /proc/PID/smaps_rollup): "
+             "RSS counts the pages of the shared libraries every process maps (libc, libssl, libpq ...) in "
+             "full, PSS shares each page out among the processes that map it, USS (private clean + "
+             "private dirty) is what only the server holds, what exiting would free. "
+             "Used heap is what each target reports of its own heap: "
              "`nodejs_heap_size_used_bytes` on the peer (`process.memoryUsage().heapUsed`: V8's on Node and Deno, "
              "JavaScriptCore's on Bun), `notes_malloc_heap_used_bytes` on notesd (glibc malloc's bytes in use), "
              "so it compares only between Node and Deno; RSS compares across all. `process_heap_bytes` (VmData, "

@@ -3,8 +3,9 @@
   loadtests/bench [--rounds 3] [--duration 20s] [--warmup 5s] [--connections 100]
                   [--subjects notesd,notesd-prepared,notesd-pipeline,...,pgbench,node,bun,deno]
                   [--tests json,hello,status,static,read,write,mixed]
-                  [--threads 1,2] [--out DIR] [--quick]
+                  [--threads 1,2] [--starts 11] [--out DIR] [--quick]
                   [--sweep] [--netns [--delays 0.25,1,5]] [--cleanup]
+  loadtests/bench --compare REV|BASE..NEW [--tests ...] [--variants plain,prepared] [--quick]
 
 Limits: h2o's own server (Debian's h2o 2.2.5) serving notesd's bytes from
 files for /json, /, /status and /static; pgbench running notesd's statements
@@ -19,15 +20,20 @@ Layout: the server under test on CPU 1, wrk and the private PostgreSQL on CPU 0
 (pgbench, which plays the server's part, on CPU 1). Every subject starts once
 per round (startup timed to its first 200), then each of its tests gets a
 warm-up run and a measured run; rounds alternate the subjects' order. The
-report (stdout and OUT/report.md) gives medians, spread, the ratios and the
-issue's targets with PASS/MISS; OUT/bench.json keeps every raw figure.
+report (stdout and OUT/report.md) gives medians with their range over the rounds,
+the ratios and the targets with PASS/MISS; OUT/bench.json keeps every raw figure.
+
+--compare runs nothing of that: it builds another revision and measures this
+notesd against it in interleaved pairs of short runs, with a verdict per figure
+only where the difference stands out of the noise (bench_compare).
 
 The command is split by phase, each a module of its own: bench_subjects (what
 runs where, the command lines), bench_setup (before the rounds: tools, notesd,
-peers, database, units, preflight), bench_runs (the rounds and their records),
-bench_sweep and bench_netns (after the rounds), bench_figures and bench_report
-(the figures and the Markdown). This module holds the run's state, its options,
-and bench.json, report.md and the cleanup.
+peers, database, units, preflight), bench_runs (the rounds and their records, the
+start-up series), bench_sweep and bench_netns (after the rounds), bench_figures,
+bench_headline and bench_report (the figures and the Markdown), bench_revisions,
+bench_compare and bench_compare_report (--compare). This module holds the run's
+state, its options, and bench.json, report.md and the cleanup.
 
 See loadtests/bench.d/README.md.
 """
@@ -43,11 +49,14 @@ import sys
 import tempfile
 import time
 
-from loadlib import cli, netns, server
+from loadlib import cli, netns, server, stats
+from loadlib.commands import bench_compare as compare
 from loadlib.commands import bench_figures as figures
+from loadlib.commands.bench_compare_report import compare_markdown
+from loadlib.commands.bench_headline import headline_section
 from loadlib.commands.bench_netns import netns_section, run_netns, teardown as netns_teardown
 from loadlib.commands.bench_report import bench_markdown
-from loadlib.commands.bench_runs import run_rounds
+from loadlib.commands.bench_runs import run_rounds, run_startup_series
 from loadlib.commands.bench_setup import preflight, setup
 from loadlib.commands.bench_subjects import (
     ALL_SUBJECTS, ALL_TESTS, DEFAULT_PGDATA, DEFAULT_PGPORT, LOAD_CPU, PIPELINE_DEPTH, REPO,
@@ -55,6 +64,10 @@ from loadlib.commands.bench_subjects import (
 from loadlib.commands.bench_sweep import run_sweep, sweep_section
 from loadlib.report import write_json
 from loadlib.tools import run as toolrun, wrk
+
+# the defaults of the load rounds, and of --quick (for --compare: bench_compare's)
+DEFAULTS = {"rounds": 3, "duration": 20, "warmup": 5, "starts": 11}
+QUICK = {"rounds": 1, "duration": 3, "warmup": 1, "starts": 5}
 
 
 # ---------------------------------------------------------------- options
@@ -121,9 +134,15 @@ class Bench:
 
 
 def run_phases(bench):
-    """The phases in order: setup, preflight, the rounds, the sweep, --netns."""
+    """The phases in order: setup, preflight, the start-up series, the rounds, the sweep,
+    --netns; or --compare's."""
+    if bench.args.compare:
+        compare.run_compare(bench)
+        return
     setup(bench)
     preflight(bench)
+    if bench.args.rounds:
+        run_startup_series(bench)
     run_rounds(bench)
     if bench.args.sweep:
         run_sweep(bench)
@@ -178,7 +197,8 @@ def meta(bench):
     return {
         "started": bench.started.isoformat(timespec="seconds"),
         "finished": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "rounds": a.rounds, "duration_s": a.duration, "warmup_s": a.warmup,
+        "quick": a.quick, "starts": a.starts, "rounds": a.rounds, "duration_s": a.duration,
+        "warmup_s": a.warmup,
         "connections": a.connections, "pool": a.pool, "tests": bench.tests,
         "threads": getattr(bench, "thread_counts", [1]),
         "order": [u.label if k == "server" else u for k, u in getattr(bench, "units", [])],
@@ -199,15 +219,19 @@ def meta(bench):
 
 
 def save(bench):
-    """bench.json: the raw records and the figures over them."""
+    """bench.json: the raw records and the figures over them (--compare: its own)."""
+    if bench.args.compare:
+        data = compare.compare_data(bench)
+        write_json(os.path.join(bench.out, "bench.json"), data, indent=1, ensure_ascii=False)
+        return data
     summary = figures.summarize(bench.runs, bench.startups)
     threads = getattr(bench, "thread_counts", [1])
     data = {"meta": meta(bench), "notes": bench.notes, "preflight": bench.preflight,
             "runs": bench.runs, "startups": bench.startups, "summary": summary,
             "ratios": figures.ratio_rows(summary, bench.tests),
-            "targets": figures.target_rows(summary, bench.tests),
+            "targets": figures.target_rows(summary, bench.tests, bench.runs, bench.args.pool),
             "scaling": figures.scaling_rows(summary, bench.tests, threads),
-            "ceilings": figures.ceiling_rows(summary, bench.tests),
+            "ceilings": figures.ceiling_rows(summary, bench.tests, bench.runs),
             "sweep": bench.sweep_runs, "netns": bench.netns_runs,
             "netns_setup": bench.netns_setup}
     write_json(os.path.join(bench.out, "bench.json"), data, indent=1, ensure_ascii=False)
@@ -228,16 +252,18 @@ def finish(bench):
 def report_text(data, out_dir):
     """The Markdown report of a bench.json's data, figures recomputed from the raw runs;
     the sweep's charts are written into out_dir."""
+    if "compare" in data["meta"]:
+        return compare_markdown(data)
     runs, startups, m = data["runs"], data["startups"], data["meta"]
     tests = m["tests"]
     summary = figures.summarize(runs, startups)
     extra = [sweep_section(data.get("sweep") or [], out_dir),
              netns_section(data.get("netns") or [], data.get("netns_setup"))]
     return bench_markdown(m, summary, figures.ratio_rows(summary, tests),
-                          figures.target_rows(summary, tests),
+                          figures.target_rows(summary, tests, runs, m["pool"]),
                           figures.scaling_rows(summary, tests, m["threads"]),
-                          runs, data["notes"], ceilings=figures.ceiling_rows(summary, tests),
-                          extra=extra)
+                          runs, data["notes"], ceilings=figures.ceiling_rows(summary, tests, runs),
+                          extra=extra, headline=headline_section(summary, runs, m))
 
 
 def rerender(path):
@@ -254,6 +280,26 @@ def rerender(path):
 
 # ---------------------------------------------------------------- the command
 
+def apply_defaults(args):
+    """Fills in what was not given: the defaults of the load rounds or of --compare, or
+    --quick's instead (what was given stays, --rounds 0 for a run of only --sweep or
+    --netns included)."""
+    args.default_notesd = os.path.join(REPO, "build", "notesd")
+    if args.compare:
+        base = compare.QUICK if args.quick else compare.DEFAULTS
+        grind = compare.CALLGRIND_QUICK if args.quick else compare.CALLGRIND_DEFAULTS
+        if args.callgrind_rounds is None:
+            args.callgrind_rounds = grind["rounds"]
+        if args.callgrind_requests is None:
+            args.callgrind_requests = grind["requests"]
+    else:
+        base = QUICK if args.quick else DEFAULTS
+    for key in ("rounds", "duration", "warmup", "starts"):
+        if getattr(args, key) is None:
+            setattr(args, key, base.get(key, 0))
+
+
+
 def main():
     p = argparse.ArgumentParser(
         prog="loadtests/bench", description=__doc__.split("\n\n")[0],
@@ -262,9 +308,11 @@ def main():
                "(default 55450) pick the benchmark's private PostgreSQL (sql/localdb.sh); "
                "it is started if needed (and then stopped at the end), reseeded between "
                "runs and pinned to CPU 0. See loadtests/bench.d/README.md.")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--duration", type=cli.whole_seconds, default=20, help="measured run (default 20s)")
-    p.add_argument("--warmup", type=cli.whole_seconds, default=5, help="warm-up run (default 5s)")
+    p.add_argument("--rounds", type=int, help="rounds (default 3; --compare: 8 pairs)")
+    p.add_argument("--duration", type=cli.whole_seconds,
+                   help="measured run (default 20s; --compare: 3s)")
+    p.add_argument("--warmup", type=cli.whole_seconds,
+                   help="warm-up run (default 5s; --compare: 1s)")
     p.add_argument("--connections", type=int, default=100, help="wrk connections (default 100)")
     p.add_argument("--subjects", type=listing(ALL_SUBJECTS), default=ALL_SUBJECTS,
                    help=",".join(ALL_SUBJECTS))
@@ -274,11 +322,31 @@ def main():
                    help="notesd thread counts for the scaling curve (default 1,2)")
     p.add_argument("--out", help="output directory (default /tmp/notesd-bench-TIMESTAMP)")
     p.add_argument("--quick", action="store_true",
-                   help="smoke test: 1 round, 3 s runs, 1 s warm-up")
+                   help="smoke test, indicative only: 1 round, 3 s runs, 1 s warm-up, 5 starts "
+                        "(--compare: 6 pairs of 1 s runs, callgrind 2 rounds of 500 requests)")
+    p.add_argument("--starts", type=int,
+                   help="start-ups of each notesd variant for the start-up figures (default 11)")
+    p.add_argument("--compare", metavar="REV|BASE..NEW",
+                   help="run nothing else: build REV (any git revision of this repository) in a "
+                        "temporary tree and measure this working tree's notesd (A) against it "
+                        "(B) in interleaved pairs of short runs; BASE..NEW builds both")
+    p.add_argument("--variants", type=listing(list(compare.VARIANTS)),
+                   default=["plain", "prepared"],
+                   help="--compare: the database mixes' query variants (default plain,prepared; "
+                        "also pipeline, prepared-pipeline)")
+    p.add_argument("--confidence", type=float, default=stats.DEFAULT_CONFIDENCE,
+                   help="--compare: the intervals' confidence (default 0.95)")
+    p.add_argument("--seed", type=int, default=stats.DEFAULT_SEED,
+                   help="--compare: the bootstrap's seed (kept in bench.json)")
+    p.add_argument("--callgrind-rounds", type=int,
+                   help="--compare: callgrind rounds per build (default 3; 0: none)")
+    p.add_argument("--callgrind-requests", type=int,
+                   help="--compare: requests per callgrind run (default 2000)")
     p.add_argument("--pool", type=int, default=20,
                    help="POOL_MAX of every server and pgbench -c (default 20)")
     p.add_argument("--notesd", default=os.path.join(REPO, "build", "notesd"),
-                   help="notesd binary (default build/notesd; built if missing)")
+                   help="notesd binary (default build/notesd; built if missing; --compare "
+                        "brings build/ up to date first)")
     p.add_argument("--pg-cpus", choices=["0", "all"], default="0",
                    help="pin the private PostgreSQL to CPU 0 (default) or leave it unpinned")
     p.add_argument("--no-reset", action="store_true",
@@ -315,10 +383,13 @@ def main():
         for line in netns.cleanup() or ["nothing to remove"]:
             print(f"bench --cleanup: {line}")
         return 0
-    if args.quick:
-        args.rounds, args.duration, args.warmup = (1 if args.rounds else 0), 3, 1
+    apply_defaults(args)
     if args.connections < 1 or args.pool < 1 or args.netns_connections < 1:
         p.error("--connections, --netns-connections and --pool must be positive")
+    if args.compare and (args.sweep or args.netns):
+        p.error("--compare runs alone: no --sweep or --netns with it")
+    if args.compare and not 0.5 <= args.confidence < 1:
+        p.error("--confidence is a fraction such as 0.95")
     if args.rounds < 0 or (args.rounds == 0 and not (args.sweep or args.netns)):
         p.error("--rounds must be positive (0 only with --sweep or --netns: just those)")
     if os.cpu_count() < 2:

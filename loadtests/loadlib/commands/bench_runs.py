@@ -103,13 +103,13 @@ def wrk_invalid(res, w, proc, together=False):
 
 # ---------------------------------------------------------------- one run
 
-def run_http(bench, rnd, srv, test):
-    """One test of a server: reset (database tests), warm-up, measured wrk run with the
-    server's peak RSS and event-loop lag."""
+def run_http(bench, rnd, srv, test, reset=True):
+    """One test of a server: reset (database tests, unless --no-reset or reset=False),
+    warm-up, measured wrk run with the server's peak RSS, PSS and USS and event-loop lag."""
     a = bench.args
     rec = {"round": rnd, "subject": srv.subject, "label": srv.label,
            "threads": srv.threads, "test": test, "command": srv.describe()}
-    if test in DB_TESTS and not a.no_reset:
+    if reset and test in DB_TESTS and not a.no_reset:
         bench.db.reset()
     env = dict(os.environ, MODE=test)
     warm = toolrun.run_measured(wrk_cmd(bench, test, srv.port, a.warmup), env=env,
@@ -134,6 +134,7 @@ def run_http(bench, rnd, srv, test):
     rec.update(valid=reason is None, invalid_reason=reason, requests=requests,
                rps=w and w["rps"], p50_ms=w and w["p50_ms"], p99_ms=w and w["p99_ms"],
                rss_peak_bytes=rss, rss_samples=sampler.samples,
+               pss_peak_bytes=sampler.peak_pss, uss_peak_bytes=sampler.peak_uss,
                lag_mean_ms=ms(lags, "mean"), lag_max_ms=ms(lags, "max"),
                lag_p99_ms=ms(lags, "p99"))
     cpu_deltas(before, after, rec, requests, res["cpu_s"])
@@ -201,6 +202,8 @@ def keep_record(bench, rec):
         extra = f"CPU {fmt(rec.get('cpu_us_per_req'))} µs/req"
         if rec.get("rss_peak_bytes"):
             extra += f", RSS {rec['rss_peak_bytes'] / MIB:.1f} MiB"
+        if rec.get("uss_peak_bytes"):
+            extra += f" (USS {rec['uss_peak_bytes'] / MIB:.1f})"
         if rec.get("lag_mean_ms") is not None:
             extra += f", lag {fmt(rec['lag_mean_ms'])} ms"
         log(f"  {rec['label']:<18} {rec['test']:<7} {fmt(rec['rps']):>9} req/s  "
@@ -221,20 +224,16 @@ def run_unit(bench, rnd, kind, unit):
         return
     srv = unit
     bench.current = srv
-    try:
-        startup = srv.start()
-        bench.startups.append({"round": rnd, "subject": srv.subject, "label": srv.label,
-                               "threads": srv.threads, "path": srv.startup_path,
-                               "startup_ms": startup * 1e3, "command": srv.describe()})
+    if start_once(bench, srv, rnd):
         log(f"  {srv.label:<18} started: first 200 of {srv.startup_path} after "
-            f"{startup * 1e3:.1f} ms")
-    except (RuntimeError, OSError) as e:
-        bench.startups.append({"round": rnd, "subject": srv.subject, "label": srv.label,
-                               "threads": srv.threads, "startup_ms": None, "error": str(e)})
+            f"{bench.startups[-1]['startup_ms']:.1f} ms")
+    else:
+        srv.stop()
+        bench.current = None
         for test in srv.tests:
             keep_record(bench, {"round": rnd, "subject": srv.subject, "label": srv.label,
                                 "threads": srv.threads, "test": test, "valid": False,
-                                "invalid_reason": f"did not start: {e}"})
+                                "invalid_reason": f"did not start: {bench.startups[-1]['error']}"})
         return
     try:
         for test in srv.tests:
@@ -242,6 +241,51 @@ def run_unit(bench, rnd, kind, unit):
     finally:
         srv.stop()
         bench.current = None
+
+
+def start_once(bench, srv, rnd, series=None):
+    """Starts a server and records its start-up (spawn to the first 200 of its startup
+    path) in bench.startups; returns True when it came up. series: the start's number in
+    --starts' series (round 0), which stops it again at once."""
+    rec = {"round": rnd, "subject": srv.subject, "label": srv.label, "threads": srv.threads,
+           "path": srv.startup_path, "command": srv.describe()}
+    if series is not None:
+        rec["series"] = series
+    # the previous server's backends are gone first: their exits would compete with this
+    # start's connection for CPU 0 and the postmaster, more after a server that had 20
+    bench.db.settle()
+    try:
+        rec["startup_ms"] = srv.start() * 1e3
+    except (RuntimeError, OSError) as e:
+        rec.update(startup_ms=None, error=str(e))
+    finally:
+        if series is not None:
+            srv.stop()
+    bench.startups.append(rec)
+    return rec["startup_ms"] is not None
+
+
+def run_startup_series(bench):
+    """--starts: each one-thread notesd variant started and stopped again --starts times,
+    the variants in turn (reversed every other time), for the start-up figures: the
+    median of many starts, not of one per round."""
+    units = [u for k, u in bench.units if k == "server" and u.threads == 1
+             and u.subject.startswith("notesd")]
+    if not units or bench.args.starts < 1:
+        return
+    log(f"start-up: {bench.args.starts} starts of {', '.join(u.label for u in units)}")
+    for i in range(1, bench.args.starts + 1):
+        for srv in (units if i % 2 else list(reversed(units))):
+            bench.current = srv
+            start_once(bench, srv, 0, series=i)
+            bench.current = None
+    for srv in units:
+        values = sorted(s["startup_ms"] for s in bench.startups
+                        if s.get("series") and s["label"] == srv.label and s["startup_ms"])
+        if values:
+            log(f"  {srv.label:<18} start-up median {fmt(values[len(values) // 2])} ms "
+                f"({fmt(values[0])}–{fmt(values[-1])})")
+    bench.save()
 
 
 def estimate(bench):

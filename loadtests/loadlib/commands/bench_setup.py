@@ -5,7 +5,6 @@ with notesd's own bytes, and the preflight: every unit once, its routes checked
 (not measured), the ones that fail left out."""
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -13,8 +12,8 @@ import sys
 from loadlib import httpc, pg, pgbench, server
 from loadlib.commands.bench_figures import DB_TESTS, PEERS
 from loadlib.commands.bench_subjects import (
-    LOAD_CPU, NOTE_BODY, PIPELINE_SUBJECTS, REPO, STATIC_DIR, Subject, log, pgbench_cmd,
-    pgbench_variants, sh, sha256)
+    LOAD_CPU, NOTE_BODY, PIPELINE_SUBJECTS, REPO, STATIC_DIR, Subject, log, notesd_features,
+    pgbench_cmd, pgbench_variants, sha256)
 from loadlib.database import LocalDatabase
 from loadlib.tools import run as toolrun
 
@@ -79,11 +78,9 @@ def setup_notesd(bench):
     bench.notesd = os.path.join(bench.tmp, "notesd")
     shutil.copy2(src, bench.notesd)
     bench.notesd_src, bench.notesd_sha256 = src, sha256(bench.notesd)
-    helptext = sh([bench.notesd, "--help"])
-    bench.notesd_threads = re.search(r"^\s*--threads\b", helptext, re.M) is not None
-    bench.notesd_pipeline = re.search(r"^\s*--pipeline\b", helptext, re.M) is not None
-    bench.notesd_vars = set(re.findall(r"^\s*--[a-z-]+(?: VALUE)?\s+([A-Z][A-Z_]+)\s",
-                                       helptext, re.M))
+    features = notesd_features(bench.notesd)
+    bench.notesd_threads, bench.notesd_pipeline = features["threads"], features["pipeline"]
+    bench.notesd_vars = features["vars"]
 
 
 def setup_peers(bench):

@@ -9,6 +9,7 @@ private PostgreSQL on CPU 0; pgbench, which plays the server's part, on CPU 1
 """
 import hashlib
 import os
+import re
 import subprocess
 
 from loadlib import mixes, server
@@ -39,8 +40,10 @@ SERVER_CPU, LOAD_CPU = {1}, {0}
 # statements per \startpipeline ... \endpipeline block of the pipelined pgbench
 PIPELINE_DEPTH = 16
 # pgbench as a limit: label -> (-M mode, where it runs, statements per pipeline or None).
-# "server": CPU 1, the server's core (the first figure this benchmark had);
-# "db": CPU 0 with PostgreSQL, exactly where wrk sits in the HTTP runs.
+# "server": CPU 1, the server's core: PostgreSQL's client wakes it from the other core, as
+# notesd does, so these are the limits that match notesd's layout;
+# "db": CPU 0 with PostgreSQL, where wrk sits in the HTTP runs: no wake-up crosses a core.
+# The difference between the two is what the cross-core wake-ups cost on this machine.
 PGBENCH_VARIANTS = {
     "pgbench": ("extended", "server", None),
     "pgbench-prepared": ("prepared", "server", None),
@@ -48,12 +51,16 @@ PGBENCH_VARIANTS = {
     "pgbench-prepared-dbcore": ("prepared", "db", None),
     "pgbench-pipeline": ("extended", "db", PIPELINE_DEPTH),
     "pgbench-prepared-pipeline": ("prepared", "db", PIPELINE_DEPTH),
+    "pgbench-pipeline-servercore": ("extended", "server", PIPELINE_DEPTH),
+    "pgbench-prepared-pipeline-servercore": ("prepared", "server", PIPELINE_DEPTH),
 }
 PIPELINE_SUBJECTS = ("notesd-pipeline", "notesd-prepared-pipeline")
 PORT_BASE, METRICS_BASE = 18300, 19300
 DEFAULT_PGDATA, DEFAULT_PGPORT = "/tmp/bench-pg/pgdata", "55450"
 PORT_SLOT = {"sample": 0, "notesd": 1, "notesd-prepared": 2, "h2o": 3, "node": 4, "bun": 5,
              "deno": 6, "notesd-pipeline": 7, "notesd-prepared-pipeline": 8}
+# --compare's two builds take ports of their own, apart from each other's: 18331.., 18341..
+COMPARE_PORT_OFFSET = {"A": 30, "B": 40}
 
 
 def sh(cmd, **kw):
@@ -75,16 +82,28 @@ def sha256(path):
 
 # ---------------------------------------------------------------- servers
 
-def subject_command(bench, subject, threads, db_url, port, metrics_port):
+def notesd_features(path):
+    """What a notesd binary's --help offers: {"threads", "pipeline"} (flags it has) and
+    "vars", the environment variables of its settings."""
+    helptext = sh([path, "--help"])
+    return {"threads": re.search(r"^\s*--threads\b", helptext, re.M) is not None,
+            "pipeline": re.search(r"^\s*--pipeline\b", helptext, re.M) is not None,
+            "vars": set(re.findall(r"^\s*--[a-z-]+(?: VALUE)?\s+([A-Z][A-Z_]+)\s", helptext, re.M))}
+
+
+def subject_command(bench, subject, threads, db_url, port, metrics_port, build=None):
     """(argv, env, cwd) of notesd (a variant of it) or a peer, as bench runs it: the
     settings notesd --help documents taken out of the inherited environment, the
-    pool of --pool, prepared statements, pipelining and threads as the subject says."""
+    pool of --pool, prepared statements, pipelining and threads as the subject says.
+    build: another notesd (--compare's side: .notesd, .notesd_vars) than bench's own."""
     runtime = subject if subject in PEERS else "notesd"
+    binary = build.notesd if build else bench.notesd
     base = dict(os.environ)
     if runtime == "notesd":
-        base = {k: v for k, v in base.items() if k not in bench.notesd_vars}
+        drop = build.notesd_vars if build else bench.notesd_vars
+        base = {k: v for k, v in base.items() if k not in drop}
     env = server.target_env(runtime, base, db_url, port, metrics_port, pool_max=bench.args.pool)
-    cmd, cwd = server.target_command(runtime, bench.notesd)
+    cmd, cwd = server.target_command(runtime, binary)
     if subject in ("notesd-prepared", "notesd-prepared-pipeline"):
         env["PREPARED"] = "1"
     if subject in PIPELINE_SUBJECTS:
@@ -97,12 +116,17 @@ def subject_command(bench, subject, threads, db_url, port, metrics_port):
 class Subject:
     """One subject that serves HTTP (notesd, h2o or a peer) at a thread count: its
     label, ports, CPUs, the tests it takes part in and its command line; start()
-    and stop() run it as a ProcessUnderTest (.proc)."""
+    and stop() run it as a ProcessUnderTest (.proc). build: one side of --compare
+    (.side "A" or "B", .notesd, .notesd_vars, .source), which runs its own notesd on
+    ports of its own and is labelled "A-notesd", "B-notesd-prepared", ..."""
 
-    def __init__(self, bench, subject, threads):
-        self.bench, self.subject, self.threads = bench, subject, threads
+    def __init__(self, bench, subject, threads, build=None):
+        self.bench, self.subject, self.threads, self.build = bench, subject, threads, build
         self.label = label_of(subject, threads)
         slot = PORT_SLOT[subject] + (10 * (threads - 1) if threads > 1 else 0)
+        if build is not None:
+            self.label = f"{build.side}-{self.label}"
+            slot += COMPARE_PORT_OFFSET[build.side]
         self.port, self.metrics_port = PORT_BASE + slot, METRICS_BASE + slot
         self.cpus = SERVER_CPU if threads == 1 else SERVER_CPU | LOAD_CPU
         self.proc = None
@@ -119,14 +143,16 @@ class Subject:
                                             dict(os.environ), bench.tmp)
         else:
             self.cmd, self.env, self.cwd = subject_command(bench, subject, threads, bench.db.url,
-                                                           self.port, self.metrics_port)
+                                                           self.port, self.metrics_port, build)
 
     def describe(self):
         """The command line with the settings that matter, as a shell would run it."""
         cpus = ",".join(str(c) for c in sorted(self.cpus))
         keys = ["SERVER_TIMING", "POOL_MAX", "PREPARED", "STATIC_DIR", "PORT"]
         env = " ".join(f"{k}={self.env[k]}" for k in keys if k in self.env)
-        cmd = [self.bench.notesd_src if c == self.bench.notesd else c for c in self.cmd]
+        shown = ({self.build.notesd: self.build.source} if self.build else
+                 {self.bench.notesd: self.bench.notesd_src})
+        cmd = [shown.get(c, c) for c in self.cmd]
         where = f"(cd {self.cwd} && " if self.cwd == PEER_DIR else ""
         return (f"{where}{env} taskset -c {cpus} " + " ".join(cmd) + (")" if where else "")
                 ).strip()

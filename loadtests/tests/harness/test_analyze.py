@@ -78,7 +78,8 @@ def write_test(mdir, target, rnd, mode, rps, rec, mismatch=False):
         for k in range(-1, 11):
             t = T0 + k + 0.5
             rss = (100 if k + 0.5 < 2 else 50) * MIB
-            f.write(json.dumps({"t": t, "target": {"cpu_s": 0.9 * (k + 1), "rss_bytes": rss, "threads": 1},
+            f.write(json.dumps({"t": t, "target": {"cpu_s": 0.9 * (k + 1), "rss_bytes": rss, "threads": 1,
+                                           "pss_bytes": rss // 2, "uss_bytes": rss // 10},
                                 "tool": {"cpu_s": 0.4 * (k + 1), "rss_bytes": MIB},
                                 "pg_cpu_s": 0.25 * (k + 1),
                                 "cores": [[40 * (k + 1), 2 * (k + 1), 0, 100 * (k + 1)],
@@ -140,6 +141,8 @@ class Analysis(unittest.TestCase):
                                           "steal": [0.0, 1.0]})
         self.assertAlmostEqual(t["other_cpu_pct"], 0.0)     # 130 - 90 - 40 - 25 < 0: nothing else ran
         self.assertAlmostEqual(t["rss_mib"], 50.0)
+        self.assertAlmostEqual(t["pss_mib"], 25.0)
+        self.assertAlmostEqual(t["uss_mib"], 5.0)
         self.assertAlmostEqual(t["heap_used_mib"], 4.0)
         self.assertEqual(t["heap_used_metric"], "notes_malloc_heap_used_bytes")
         self.assertAlmostEqual(t["vmdata_mib"], 300.0)
@@ -164,6 +167,8 @@ class Analysis(unittest.TestCase):
         self.assertIn("| Reads, requests waiting | 5.0 | 5.0 |", report)
         self.assertIn("| Event loop delay, reads | 2.00 ms | 2.00 ms |", report)
         self.assertIn("| RSS during reads | 50 MiB | 50 MiB |", report)
+        self.assertIn("| Private memory (USS) during reads | 5.0 MiB | 5.0 MiB |", report)
+        self.assertIn("| PSS / USS, reads | 25 MiB / 5.0 MiB | 25 MiB / 5.0 MiB |", report)
         self.assertIn("| Startup to first 200 | 20.0 ms | 0.55 s |", report)
         self.assertIn("All 8 tests finished with 0 failed requests", report)
         self.assertIn("Requests counted by wrk: notesd 0.1.0 98,904 in 4 tests; Node 26.10.0 98,904 in 4 tests.",

@@ -65,24 +65,26 @@ LAYERS = [
     # adapters that a command or another adapter imports by name: on tools.base
     {"quantile", "openmetrics", "tools.wrk", "tools.k6", "tools.locust", "tools.artillery", "netns", "server", "database",
      "tools.ws_base"},
-    {"sampler", "tools.run", "tools.locust_distributed"},
+    {"sampler", "tools.run", "tools.locust_distributed", "stats"},
     {"tools.ws_run"},
     # the commands' parts, each part of one command (PART_OF), in the order they build on each other
     {"commands.analyze_figures", "commands.bench_figures", "commands.calibrate_report",
      "commands.calibrate_runs", "commands.calibrate_scorecard", "commands.calibrate_target",
      "commands.calibrate_verdicts", "commands.reconcile_client", "commands.verify_js"},
     {"commands.analyze_report", "commands.bench_report", "commands.bench_subjects",
-     "commands.calibrate_matrix", "commands.verify_target", "commands.calibrate_ws"},
-    {"commands.analyze", "commands.bench_runs", "commands.bench_setup", "commands.calibrate_protocols",
+     "commands.calibrate_matrix", "commands.verify_target", "commands.calibrate_ws",
+     "commands.bench_headline", "commands.bench_compare_report"},
+    {"commands.analyze", "commands.bench_runs", "commands.bench_setup", "commands.bench_revisions", "commands.calibrate_protocols",
      "commands.verify_api", "commands.verify_work"},
-    {"commands.bench_sweep", "commands.bench_netns"},
+    {"commands.bench_sweep", "commands.bench_netns", "commands.bench_compare"},
     # the commands
     {"commands.harness", "commands.bench", "commands.verify", "commands.calibrate", "commands.reconcile"},
 ]
 COMMANDS = LAYERS[-1]
 PARTS = {"commands.harness": ("analyze", "analyze_figures", "analyze_report"),
          "commands.bench": ("bench_figures", "bench_report", "bench_subjects", "bench_runs", "bench_setup",
-                            "bench_sweep", "bench_netns"),
+                            "bench_sweep", "bench_netns", "bench_headline", "bench_revisions",
+                            "bench_compare", "bench_compare_report"),
          "commands.calibrate": ("calibrate_runs", "calibrate_report", "calibrate_target",
                                 "calibrate_verdicts", "calibrate_matrix", "calibrate_protocols",
                                 "calibrate_scorecard", "calibrate_ws"),

@@ -9,6 +9,7 @@ it pins (the spawn's CPU mask, or a taskset prefix in the recorded command line)
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -216,6 +217,41 @@ class Machine(unittest.TestCase):
         info = procs.machine_info()
         self.assertEqual(info["cores"], os.cpu_count())
         self.assertGreater(info["memory_mib"], 0)
+
+
+class Family(unittest.TestCase):
+    def test_children_and_descendants(self):
+        # a shell with a sleep of its own: one child here, one grandchild below it
+        sh = subprocess.Popen(["sh", "-c", "sleep 30 & wait"])
+        grandchildren = []
+        try:
+            deadline = time.monotonic() + 5
+            while not procs.children(sh.pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            grandchildren = procs.children(sh.pid)
+            self.assertEqual(len(grandchildren), 1)
+            self.assertIn(sh.pid, procs.children(os.getpid()))
+            self.assertEqual(sorted(procs.children(os.getpid())),
+                             sorted(procs.children_map().get(os.getpid(), [])))
+            self.assertEqual(sorted(procs.descendants(os.getpid())),
+                             sorted([sh.pid] + grandchildren))
+            self.assertEqual(sorted(procs.descendants(os.getpid())),
+                             sorted(procs.descendants(os.getpid(), procs.children_map())))
+        finally:
+            for pid in grandchildren:
+                server.stop_pid(pid, 9)
+            sh.kill()
+            sh.wait()
+        self.assertEqual(procs.children(sh.pid), [])          # gone: no children
+
+    def test_memory(self):
+        mem = procs.memory(os.getpid())
+        self.assertGreater(mem["rss"], 0)
+        # private pages are part of the resident ones, and so is each process's share
+        self.assertLessEqual(mem["uss"], mem["pss"])
+        self.assertLessEqual(mem["pss"], mem["rss"])
+        self.assertGreater(mem["anon"], 0)
+        self.assertIsNone(procs.memory(2 ** 22 + 12345))       # no such process
 
 
 if __name__ == "__main__":

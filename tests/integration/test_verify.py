@@ -19,7 +19,7 @@ import tempfile
 import time
 import unittest
 
-from notes_testlib import BIN, REPO, Notesd, free_port, free_port_in, main, poll
+from notes_testlib import BIN, REPO, Notesd, free_port_in, main, poll
 
 VERIFY = os.path.join(REPO, "loadtests", "verify")
 BROKEN = os.path.join(REPO, "loadtests", "verification", "broken_target.py")
@@ -55,18 +55,15 @@ class LocalDb:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="notesd-verify-")
         os.chmod(self.dir, 0o755)  # the postgres user must reach it when we are root
-        last = None
-        for _ in range(3):  # a free port can be taken between the probe and the bind
-            self.env = dict(os.environ, NOTESD_PGDATA=os.path.join(self.dir, "pgdata"),
-                            NOTESD_PGPORT=str(free_port()))
-            proc = subprocess.run([LOCALDB, "start"], env=self.env, capture_output=True,
-                                  text=True, timeout=180)
-            if proc.returncode == 0:
-                break
-            last = proc.stderr
-        else:
+        # no NOTESD_PGPORT: localdb.sh takes the first free port from 54329 on by itself,
+        # and moves on when one is taken between its check and PostgreSQL's bind
+        self.env = {k: v for k, v in os.environ.items() if k != "NOTESD_PGPORT"}
+        self.env["NOTESD_PGDATA"] = os.path.join(self.dir, "pgdata")
+        proc = subprocess.run([LOCALDB, "start"], env=self.env, capture_output=True, text=True,
+                              timeout=180)
+        if proc.returncode != 0:
             shutil.rmtree(self.dir, ignore_errors=True)
-            raise AssertionError(f"sql/localdb.sh start failed: {last}")
+            raise AssertionError(f"sql/localdb.sh start failed: {proc.stderr}")
         self.url = subprocess.run([LOCALDB, "url"], env=self.env, capture_output=True, text=True,
                                   check=True).stdout.strip()
 

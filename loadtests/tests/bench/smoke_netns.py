@@ -42,8 +42,11 @@ def main():
     with tempfile.TemporaryDirectory(prefix="smoke-netns-") as tmp:
         os.chmod(tmp, 0o755)  # PostgreSQL runs as the postgres user and must reach its data
         out = os.path.join(tmp, "out")
-        env = dict(os.environ, NOTESD_PGDATA=os.path.join(tmp, "pg", "pgdata"),
-                   NOTESD_PGPORT=str(55900 + os.getpid() % 90))
+        # no NOTESD_PGPORT: sql/localdb.sh takes the first free port from 54329 on, and moves
+        # on when another socket holds one (a fixed port in the ephemeral range can be a
+        # client connection's local port at that moment)
+        env = {k: v for k, v in os.environ.items() if k != "NOTESD_PGPORT"}
+        env["NOTESD_PGDATA"] = os.path.join(tmp, "pg", "pgdata")
         t0 = time.monotonic()
         res = subprocess.run([os.path.join(LOADTESTS, "bench"), "--rounds", "0", "--netns",
                               "--delays", "1", "--duration", "2s", "--warmup", "1s",

@@ -87,8 +87,11 @@ typedef struct feed {
  * gap in seq), then waits for the next one, or closes after the last. */
 static void feed_send_due(ws_conn_t *c)
 {
-    /* wslay copies a message when it is queued, so one buffer per loop serves every feed */
-    static __thread char buf[FEED_MAX_BYTES];
+    /* On the stack, not in thread-local storage: every thread's TLS block is
+     * zeroed when the thread starts, so 64 KiB there would be 64 KiB of private
+     * memory in every notesd, feeds or not; stack pages are touched only as far
+     * as a message is written. wslay copies the message when it is queued. */
+    char buf[FEED_MAX_BYTES];
     feed_t *f = ws_data(c);
     uint64_t start = ws_opened_ns(c), now = stats_now_ns();
 

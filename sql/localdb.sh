@@ -269,9 +269,27 @@ cmd_start() {
   echo "postgres: ready at $(db_url) (data: $DATADIR)"
 }
 
+# pg_ctl -w returns once postmaster.pid is gone, which the postmaster removes on
+# its way out; wait (up to 10 s) for the process itself, so "stopped" means no
+# postmaster holds the data directory, its memory or its CPU time any more.
+wait_gone() {
+  local pid="$1" i state
+  for ((i = 0; i < 200; i++)); do
+    [[ -r /proc/$pid/stat ]] || return 0
+    state="$(sed -E 's/^.*\) ([A-Z]).*$/\1/' "/proc/$pid/stat" 2>/dev/null || true)"
+    [[ -z "$state" || "$state" == Z ]] && return 0
+    sleep 0.05
+  done
+  echo "postgres: postmaster $pid still running 10 s after pg_ctl stop" >&2
+  return 1
+}
+
 cmd_stop() {
   if is_running; then
+    local pid
+    pid="$(sed -n 1p "$DATADIR/postmaster.pid" 2>/dev/null || true)"
     as_owner "$BIN/pg_ctl" -D "$DATADIR" -m fast -w stop >/dev/null
+    if [[ "$pid" =~ ^[0-9]+$ ]]; then wait_gone "$pid"; fi
     echo "postgres: stopped (data: $DATADIR)"
   else
     echo "postgres: not running (data: $DATADIR)"

@@ -279,7 +279,11 @@ class AbuseTest(unittest.TestCase):
         fig = self.measure("PING flood, never reading", 2000000,
                            lambda: self.flood(frame(0x6, 0, 0, b"notesd!!"), 2000000, read=False))
         self.assertLess(fig["units"], 2000000, "the server read 34 MB of PINGs without answers being read")
-        self.assertLess(fig["rss_growth_mib"], 32)
+        # Measured +1.5-2.1 MiB. Under the sanitizers the figure is their allocator's: every
+        # write buffer freed during the flood stays resident in their quarantine (+24 to +37
+        # MiB with it, -0.2 MiB with ASAN_OPTIONS=quarantine_size_mb=0).
+        if not SANITIZED:
+            self.assertLess(fig["rss_growth_mib"], 32)
         self.assertLess(fig["cpu_us_per_unit"], US_PER_FRAME)
 
     @unittest.skipIf(h2 is None, "python3-h2 is not installed")

@@ -25,7 +25,7 @@ import signal
 import subprocess
 import time
 
-from loadlib import netcheck
+from loadlib import netcheck, paths
 
 NAMES = {"load": "nb-load", "srv": "nb-srv", "db": "nb-db"}
 assert tuple(NAMES.values()) == netcheck.NETNS_NAMES
@@ -39,8 +39,7 @@ TUN = "nb-tun"
 NETEM_LIMIT = 100000
 # where --cleanup finds what an interrupted run left: the delay line's pid
 STATE_FILE = "/run/notesd-bench-netns.json"
-DELAYLINE_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                             "bench.d", "delayline.c")
+DELAYLINE_SRC = paths.loadtests("bench.d", "delayline.c")
 CLONE_NEWNET = 0x40000000
 
 

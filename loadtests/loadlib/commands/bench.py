@@ -59,9 +59,10 @@ from loadlib.commands.bench_report import bench_markdown
 from loadlib.commands.bench_runs import run_rounds, run_startup_series
 from loadlib.commands.bench_setup import preflight, setup
 from loadlib.commands.bench_subjects import (
-    ALL_SUBJECTS, ALL_TESTS, DEFAULT_PGDATA, DEFAULT_PGPORT, LOAD_CPU, PIPELINE_DEPTH, REPO,
-    SERVER_CPU, log, sh)
+    ALL_SUBJECTS, ALL_TESTS, DEFAULT_PGDATA, DEFAULT_PGPORT, LOAD_CPU, PIPELINE_DEPTH, SERVER_CPU,
+    log, sh)
 from loadlib.commands.bench_sweep import run_sweep, sweep_section
+from loadlib.paths import REPO
 from loadlib.report import write_json
 from loadlib.tools import run as toolrun, wrk
 

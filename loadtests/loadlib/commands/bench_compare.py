@@ -34,7 +34,8 @@ from loadlib.commands.bench_revisions import BuildError, prepare
 from loadlib.commands.bench_runs import keep_record, run_http
 from loadlib.commands.bench_setup import check_server, open_private_database
 from loadlib.commands.bench_subjects import (
-    LOAD_CPU, PIPELINE_DEPTH, PIPELINE_SUBJECTS, REPO, SERVER_CPU, Subject, log)
+    LOAD_CPU, PIPELINE_DEPTH, PIPELINE_SUBJECTS, SERVER_CPU, Subject, log)
+from loadlib.paths import REPO
 from loadlib.stats import DEFAULT_RESAMPLES
 from loadlib.tools import run as toolrun, wrk
 

@@ -12,7 +12,7 @@ import os
 import subprocess
 import time
 
-from loadlib import netcheck, netns, procs, server
+from loadlib import netcheck, netns, paths, procs, server
 from loadlib.commands.bench_figures import PEERS, check, ratio
 from loadlib.commands.bench_runs import wrk_invalid
 from loadlib.commands.bench_subjects import log, subject_command, wrk_cmd
@@ -42,7 +42,7 @@ class NetnsDatabase(LocalDatabase):
 
     def localdb(self, verb, check=True):
         """sql/localdb.sh VERB inside nb-db; NetnsError when it fails."""
-        argv = netns.in_ns("db", [server.REPO + "/sql/localdb.sh", verb])
+        argv = netns.in_ns("db", [paths.repo("sql", "localdb.sh"), verb])
         res = toolrun.run_measured(argv, env=self.env, timeout=300)
         if check and res["rc"] != 0:
             raise netns.NetnsError(f"sql/localdb.sh {verb} in nb-db: {res['output'].strip()}")

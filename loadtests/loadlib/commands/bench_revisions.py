@@ -14,7 +14,8 @@ import os
 import shutil
 import subprocess
 
-from loadlib.commands.bench_subjects import REPO, log, notesd_features, sh, sha256
+from loadlib.commands.bench_subjects import log, notesd_features, sh, sha256
+from loadlib.paths import REPO
 
 
 class BuildError(RuntimeError):

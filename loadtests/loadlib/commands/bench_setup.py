@@ -12,9 +12,10 @@ import sys
 from loadlib import httpc, pg, pgbench, server
 from loadlib.commands.bench_figures import DB_TESTS, PEERS
 from loadlib.commands.bench_subjects import (
-    LOAD_CPU, NOTE_BODY, PIPELINE_SUBJECTS, REPO, STATIC_DIR, Subject, log, notesd_features,
+    LOAD_CPU, NOTE_BODY, PIPELINE_SUBJECTS, STATIC_DIR, Subject, log, notesd_features,
     pgbench_cmd, pgbench_variants, sha256)
 from loadlib.database import LocalDatabase
+from loadlib.paths import REPO
 from loadlib.tools import run as toolrun
 
 

@@ -14,12 +14,11 @@ import subprocess
 
 from loadlib import mixes, server
 from loadlib.commands.bench_figures import DB_TESTS, HTTP_TESTS, PEERS, label_of
+from loadlib.paths import LOADTESTS, REPO
 from loadlib.report import logger
 
 log = logger("bench", clock=True)     # every part of bench prints its progress through this
 
-LOADTESTS = server.LOADTESTS
-REPO = server.REPO
 BENCH_D = os.path.join(LOADTESTS, "bench.d")
 
 ALL_SUBJECTS = ["notesd", "notesd-prepared", "notesd-pipeline", "notesd-prepared-pipeline", "h2o",

@@ -62,7 +62,7 @@ from loadlib.commands import calibrate_matrix, calibrate_protocols, calibrate_sc
 from loadlib.commands import calibrate_report as report, calibrate_runs as runs
 from loadlib.netcheck import is_loopback
 from loadlib.report import logger
-from loadlib.server import LOADTESTS, REPO
+from loadlib.paths import LOADTESTS, REPO
 
 log = logger("calibrate")
 

@@ -14,7 +14,7 @@ import urllib.parse
 
 from loadlib import httpc, procs, prom, server as srv
 from loadlib.report import logger
-from loadlib.server import LOADTESTS
+from loadlib.paths import LOADTESTS
 from loadlib.tools import wrk
 from loadlib.tools.base import RunSpec
 from loadlib.tools.run import run_measured

@@ -8,7 +8,8 @@ import subprocess
 import tempfile
 
 from loadlib import httpc, prom, server as srv
-from loadlib.server import REPO, free_port
+from loadlib.paths import REPO
+from loadlib.server import free_port
 
 
 class Target:

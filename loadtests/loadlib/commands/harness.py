@@ -20,7 +20,7 @@ from loadlib.netcheck import db_hosts, remote_db_hosts
 from loadlib.procs import loadavg, machine_info
 from loadlib.report import logger
 from loadlib.sampler import Sampler
-from loadlib.server import LOADTESTS, REPO
+from loadlib.paths import LOADTESTS, REPO
 from loadlib.tools import k6 as k6tool, wrk
 
 TARGETS = ("notesd", "node", "bun", "deno")

@@ -10,7 +10,7 @@ import time
 
 from loadlib import mixes, prom
 from loadlib.commands.verify_target import KINDS, psycopg2
-from loadlib.server import LOADTESTS
+from loadlib.paths import LOADTESTS
 from loadlib.tools import wrk as wrk_tool
 from loadlib.tools.run import run_measured
 

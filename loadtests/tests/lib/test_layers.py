@@ -59,7 +59,7 @@ NOT_SOURCE = {"node_modules", "results", "__pycache__"}
 
 # bottom first; a module may import from the layers before its own
 LAYERS = [
-    {"httpc"},
+    {"paths", "httpc"},
     {"prom", "netcheck", "procs", "pg", "pgbench", "mixes", "report", "charts", "cli", "tools.base",
      "tools._npm"},
     # adapters that a command or another adapter imports by name: on tools.base
@@ -254,6 +254,15 @@ class OneDefinition(unittest.TestCase):
             self.assertIn(name, names.get(module, ()),
                           f"{module} no longer defines {name}: take it out of PENDING_TWICE")
             self.assertIn(instead.rsplit(".", 1)[1], names[instead.rsplit(".", 1)[0]])
+
+
+class OneRoot(unittest.TestCase):
+    def test_only_paths_finds_the_checkout(self):
+        """The checkout's root is worked out in paths.py alone: no other module of the
+        package looks at its own __file__ (and so at where it sits in the tree)."""
+        where = sorted(module for module, path in modules() if module != "paths"
+                       and any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(parsed(path))))
+        self.assertEqual(where, [], "these find files from their own place: ask loadlib.paths")
 
 
 class Size(unittest.TestCase):

@@ -33,7 +33,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, LOADTESTS)
 
 from loadlib import mixes, paths, pg, server  # noqa: E402
-from loadlib.commands import bench_subjects as bench  # noqa: E402
+from loadlib.commands.bench import subjects as bench  # noqa: E402
 from loadlib.database import LocalDatabase  # noqa: E402
 from loadlib.quantile import median  # noqa: E402
 

@@ -38,4 +38,5 @@ def require_checkout():
     missing = [m for m in MARKERS if not os.path.isfile(repo(m))]
     if missing:
         raise NotACheckout(f"{REPO} is not a notesd checkout (no {', '.join(missing)}): run the "
-                           "commands from the checkout, or install it editable (pip install -e loadtests)")
+                           "commands from the checkout, or install it editable "
+                           "(pip install -e loadtests)")

@@ -10,7 +10,6 @@ The adapter runs latency.lua, which fits a RunSpec (one URL); the commands that
 run the mixes use json_line() and read_json_line() on notes.lua's output.
 """
 import json
-import os
 import re
 import shutil
 import subprocess

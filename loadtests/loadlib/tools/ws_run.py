@@ -1,7 +1,6 @@
 """Running WebSocket load tools: the ws_* adapters (tools/ws_base.py's contract)
 and one adapter's run, pinned to a CPU, with the tool's own CPU time in the result."""
 import importlib
-import os
 import pkgutil
 import shutil
 import tempfile

@@ -1,5 +1,5 @@
 """loadlib.prom's parser held to prometheus_client's (Debian's python3-prometheus-client),
-and why loadlib keeps its own.
+openmetrics.py's output read back by its OpenMetrics parser, and why loadlib keeps its own.
 
     cd loadtests && /usr/bin/python3 -B -m tests.lib.test_prom_reference
 
@@ -9,7 +9,13 @@ Node peer and the Deno peer (tests/fixtures/*.prom), and the library's OpenMetri
 on the page notesd sends an OpenMetrics scraper (notesd-openmetrics.txt: curl with
 `Accept: application/openmetrics-text` after a few seconds of every wrk mix and 400
 requests with a traceparent, 24 buckets with an exemplar); and on the format's edge cases
-(escapes, NaN and infinities, timestamps, trailing commas).
+(escapes, NaN and infinities, timestamps, trailing commas). And what openmetrics.py writes
+for backfilling, one scrape of each of those pages, is read back by the library's
+OpenMetrics parser (which checks more of the format's rules than Prometheus's: families
+contiguous, buckets in order, canonical `le`, integer counts) with every sample, its
+type and its time. One scrape, because prometheus_client 0.16 drops samples of a
+histogram's later points in a file that holds several (it takes them for duplicates
+of the earlier point); promtool reads the several-point files (docker_backfill).
 
 Why not the library (loadtests/README.md, "Prometheus parsing", has the timings): the
 facts of prometheus_client 0.16 that decided it are asserted here, so a release that
@@ -21,12 +27,13 @@ changes one fails this test and the choice can be made again:
 """
 import math
 import os
+import re
 import unittest
 
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_families
 from prometheus_client.parser import text_string_to_metric_families as text_families
 
-from loadlib import prom
+from loadlib import openmetrics, prom
 from tests import FIXTURES
 
 TEXT_PAGES = ("native-read-after.prom", "native-read-before.prom", "node-read-after.prom",
@@ -79,6 +86,35 @@ class Agreement(unittest.TestCase):
               '# TYPE c counter\nc_total{q="a}b"} 5\nc_created{q="a}b"} 1700000000\n'
               '# TYPE g gauge\ng{q="#"} 1 1700000001.25\n# EOF\n')
         self.assertSameSamples(prom.parse_metrics(om), theirs(om_families, om), "openmetrics")
+
+
+class OpenMetricsWritten(unittest.TestCase):
+    def test_one_scrape_of_each_page_reads_back(self):
+        t = 1764540000.25
+        for name in (*TEXT_PAGES, OPENMETRICS_PAGE):
+            with self.subTest(page=name):
+                page = read(name)
+                text, written, _ = openmetrics.convert(f"# SCRAPE unix={t} status=200\n{page}",
+                                                       "notesd", "read", 1)
+                self.assertEqual(written, 1)
+                families = list(om_families(text))
+                back = {(s.name, tuple(sorted(s.labels.items()))): (float(s.value), float(s.timestamp))
+                        for f in families for s in f.samples}
+                extra = openmetrics.test_labels("notesd", "read", 1)
+                want = {(n, tuple(sorted(openmetrics.with_extra(labels, extra).items()))): v
+                        for n, labels, v in prom.parse_metrics(page)}
+                self.assertEqual(back.keys(), want.keys())
+                for key, (value, stamp) in back.items():
+                    self.assertTrue(value == want[key] or (math.isnan(value) and math.isnan(want[key])))
+                    self.assertEqual(stamp, t)
+                # every family as the page's TYPE line declared it (a text page names a
+                # counter with its _total, an OpenMetrics page without)
+                kinds = {f.name: f.type for f in families}
+                declared = re.findall(r"^# TYPE (\S+) (\S+)$", page, re.M)
+                self.assertGreaterEqual(len(declared), 4)
+                for family, kind in declared:
+                    family = family.removesuffix("_total") if kind == "counter" else family
+                    self.assertEqual(kinds.get(family), kind, family)
 
 
 class WhyNotTheLibrary(unittest.TestCase):

@@ -76,7 +76,8 @@ class Agreement(unittest.TestCase):
 
     def test_edge_cases_of_the_format(self):
         text = ('# HELP m A help with a \\\\ and a \\n.\n# TYPE m gauge\n'
-                'm{a="say \\"hi\\"",b="back\\\\slash",c="line\\nbreak",d="comma, } and # {",e=""} 3\n'
+                'm{a="say \\"hi\\"",b="back\\\\slash",c="line\\nbreak",d="comma, } and # {",'
+                'e=""} 3\n'
                 'n{x="1",} 2 1700000000000\n'
                 'i +Inf\nj -Inf\nk NaN\nl 1.5e-9\n')
         self.assertSameSamples(prom.parse_metrics(text), theirs(text_families, text), "text")
@@ -98,14 +99,15 @@ class OpenMetricsWritten(unittest.TestCase):
                                                        "notesd", "read", 1)
                 self.assertEqual(written, 1)
                 families = list(om_families(text))
-                back = {(s.name, tuple(sorted(s.labels.items()))): (float(s.value), float(s.timestamp))
-                        for f in families for s in f.samples}
+                back = {(s.name, tuple(sorted(s.labels.items()))):
+                        (float(s.value), float(s.timestamp)) for f in families for s in f.samples}
                 extra = openmetrics.test_labels("notesd", "read", 1)
                 want = {(n, tuple(sorted(openmetrics.with_extra(labels, extra).items()))): v
                         for n, labels, v in prom.parse_metrics(page)}
                 self.assertEqual(back.keys(), want.keys())
                 for key, (value, stamp) in back.items():
-                    self.assertTrue(value == want[key] or (math.isnan(value) and math.isnan(want[key])))
+                    same = value == want[key] or math.isnan(value) and math.isnan(want[key])
+                    self.assertTrue(same, f"{key}: {value} for {want[key]}")
                     self.assertEqual(stamp, t)
                 # every family as the page's TYPE line declared it (a text page names a
                 # counter with its _total, an OpenMetrics page without)
@@ -124,7 +126,8 @@ class WhyNotTheLibrary(unittest.TestCase):
         self.assertNotEqual((labels, value), ({"le": "0.1"}, 3.0))
         self.assertEqual(prom.parse_metrics(line), [("h_bucket", {"le": "0.1"}, 3.0)])
         # on notesd's page: every bucket with an exemplar gets a label named like "} 3 # {trace_id"
-        wrong = [s for s in theirs(text_families, read(OPENMETRICS_PAGE)) if any("#" in k for k in s[1])]
+        wrong = [s for s in theirs(text_families, read(OPENMETRICS_PAGE))
+                 if any("#" in k for k in s[1])]
         self.assertEqual(len(wrong), read(OPENMETRICS_PAGE).count(" # {trace_id="))
         self.assertGreater(len(wrong), 0)
 

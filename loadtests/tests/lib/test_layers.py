@@ -9,12 +9,16 @@ checkout is; every way in (the scripts of ENTRY_POINTS, `python3 -m loadlib`) go
 through the one entry point, loadlib/entry.py, in a few lines, without PYTHONPATH or
 sys.path, and runs; the tests (one tree, tests/) and all other Python here but the
 scripts of RUN_BY_PATH leave sys.path alone too; and pyproject.toml declares the
-package and the console scripts.
+package, the console scripts, and every module imported from outside the standard
+library (what the commands import as dependencies, what only the tests import as the
+`test` extra), each with the Debian package it comes from.
 
     cd loadtests && /usr/bin/python3 -B -m tests.lib.test_layers
 """
 import ast
+import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -61,6 +65,10 @@ RUN_BY_PATH = {
 }
 # Folders under loadtests/ that hold no source of ours.
 NOT_SOURCE = {"node_modules", "results", "__pycache__"}
+# Python that a load tool runs, not us: the locustfiles captured from the locust adapter's runs.
+NOT_OURS = os.path.join("tests", "fixtures", "tools")
+# The top-level modules of ours, and the scripts beside a test that it imports by path.
+OURS = {"loadlib", "tests"}
 
 # bottom first; a module may import from the layers before its own. A command's modules are
 # commands.<command>.<part>.
@@ -372,12 +380,81 @@ class EntryPoints(unittest.TestCase):
         with open(os.path.join(LOADTESTS, "pyproject.toml"), "rb") as f:
             project = tomllib.load(f)
         self.assertEqual(project["tool"]["setuptools"]["packages"]["find"]["include"], ["loadlib*"])
-        self.assertEqual(project["project"]["dependencies"], [])          # standard library only
         scripts = project["project"]["scripts"]
         # every console script is entry.py's: notesd-loadtests, and one per command
         self.assertEqual(scripts, {name: "loadlib.entry:console_script"
                                    for name in ["notesd-loadtests", *SCRIPTS]})
         self.assertEqual(set(SCRIPTS.values()), set(COMMANDS))
+
+
+def third_party_imports():
+    """{top-level module: {files importing it}} of every import from outside the standard
+    library, in the package (scope "run") and in the tests (scope "test")."""
+    found = {"run": {}, "test": {}}
+    for rel, path in python_files():
+        if path is None or rel.startswith(NOT_OURS):
+            continue
+        scope = "test" if rel.split(os.sep)[0] == "tests" else "run"
+        for node in ast.walk(parsed(path)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            for top in {n.split(".")[0] for n in names}:
+                if top not in sys.stdlib_module_names and top not in OURS:
+                    found[scope].setdefault(top, set()).add(rel)
+    return found
+
+
+class Dependencies(unittest.TestCase):
+    def setUp(self):
+        with open(os.path.join(LOADTESTS, "pyproject.toml"), "rb") as f:
+            self.project = tomllib.load(f)["project"]
+        with open(os.path.join(LOADTESTS, "pyproject.toml")) as f:
+            self.text = f.read()
+
+    @staticmethod
+    def name(requirement):
+        """The distribution a requirement names, normalised (PEP 503)."""
+        return re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9_.-]+", requirement).group(0)).lower()
+
+    def distributions(self, modules):
+        """{normalised distribution: [modules]} of the installed distributions that provide
+        the modules (all of them are installed where the tests run: Debian's packages)."""
+        provided = importlib.metadata.packages_distributions()
+        out = {}
+        for module in modules:
+            self.assertIn(module, provided, f"{module} is imported but no installed package provides it")
+            for dist in provided[module]:
+                out.setdefault(self.name(dist), []).append(module)
+        return out
+
+    def test_every_import_outside_the_standard_library_is_declared(self):
+        found = third_party_imports()
+        runtime = {self.name(r) for r in self.project["dependencies"]}
+        tests = {self.name(r) for r in self.project["optional-dependencies"]["test"]}
+        self.assertEqual(set(self.distributions(found["run"])), runtime,
+                         f"what loadlib and its scripts import: {found['run']}")
+        test_only = set(self.distributions(found["test"])) - runtime
+        self.assertEqual(test_only, tests, f"what the tests import: {found['test']}")
+
+    def test_each_dependency_says_which_debian_package_it_comes_from(self):
+        declared = self.project["dependencies"] + self.project["optional-dependencies"]["test"]
+        self.assertGreaterEqual(len(declared), 2)
+        for requirement in declared:
+            line = next(l for l in self.text.splitlines() if f'"{requirement}"' in l)
+            self.assertRegex(line, r"# python3-[a-z0-9-]+", f"{requirement}: from which Debian package?")
+            # that package, or the one that brings it (python3-numpy comes with python3-scipy),
+            # is one CI installs
+            named = set(re.findall(r"python3-[a-z0-9-]+", line.split("#", 1)[1]))
+            self.assertTrue(named & self.ci_packages(), f"{requirement}: none of {sorted(named)} "
+                                                        "is among .ci/run's packages")
+
+    def ci_packages(self):
+        with open(os.path.join(LOADTESTS, "..", ".ci", "run")) as f:
+            return set(re.findall(r"(?<![\w-])python3-[a-z0-9-]+", f.read()))
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 python="${NOTESD_PYTHON:-/usr/bin/python3}"
 [ -x "$python" ] || python="$(command -v python3)"
-# The harness is loadlib/commands/harness.py, run as a module with loadtests/ on
-# PYTHONPATH: loadlib imports from the checkout, nothing to install (README.md).
-PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" exec "$python" -B -m loadlib.commands.harness "$@"
+# The harness is `harness` of the one entry point (loadlib/entry.py), run through
+# loadtests/notesd-loadtests: Python puts that script's directory first on sys.path,
+# so loadlib imports from the checkout, nothing to install (README.md).
+exec "$python" -B "$here/notesd-loadtests" harness "$@"

@@ -32,8 +32,8 @@ LOADTESTS = os.path.dirname(HERE)
 sys.dont_write_bytecode = True
 sys.path.insert(0, LOADTESTS)
 
-from loadlib import mixes, pg, server  # noqa: E402
-from loadlib.commands import bench_subjects as bench  # noqa: E402
+from loadlib import mixes, paths, pg, server  # noqa: E402
+from loadlib.commands.bench import subjects as bench  # noqa: E402
 from loadlib.database import LocalDatabase  # noqa: E402
 from loadlib.quantile import median  # noqa: E402
 
@@ -122,7 +122,7 @@ def notesd_run(binary, url, prepared, timeout_ms, seconds, measure_fn):
         env["PREPARED"] = "1"
     if timeout_ms is not None:
         env["QUERY_TIMEOUT_MS"] = str(timeout_ms)
-    proc = server.ProcessUnderTest([binary], env, server.REPO, "/dev/null", port=18490,
+    proc = server.ProcessUnderTest([binary], env, paths.REPO, "/dev/null", port=18490,
                                    ready_path="/notes?tag=js", cpus=1)
     try:
         proc.start_ready()
@@ -138,7 +138,7 @@ def with_wrk_beside(binary, url, seconds, measure_fn):
     """Runs measure_fn while wrk on CPU 0 keeps a database-free notesd (CPU 1) busy on
     /json: CPU 0's share of wrk, without wrk's requests reaching PostgreSQL."""
     env = server.target_env("notesd", dict(os.environ), url, 18491, 19491)
-    proc = server.ProcessUnderTest([binary], env, server.REPO, "/dev/null", port=18491,
+    proc = server.ProcessUnderTest([binary], env, paths.REPO, "/dev/null", port=18491,
                                    ready_path="/json", cpus=1)
     try:
         proc.start_ready()
@@ -159,7 +159,7 @@ def main():
     p.add_argument("--setups", help="comma-separated names of the setups to run (default all)")
     p.add_argument("--repeat", type=int, default=2,
                    help="rounds over all setups, interleaved; the table shows medians")
-    p.add_argument("--notesd", default=os.path.join(server.REPO, "build", "notesd"))
+    p.add_argument("--notesd", default=os.path.join(paths.REPO, "build", "notesd"))
     a = p.parse_args()
     db = LocalDatabase(pin_cpus={0}).open()
     url = db.url

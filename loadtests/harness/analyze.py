@@ -4,16 +4,15 @@ two SVG charts; run.sh calls it at the end, run it again by hand with
 
     /usr/bin/python3 loadtests/harness/analyze.py loadtests/results/<stamp>
 
-An entry point: the command is loadlib/commands/analyze.py, run here as
-`python3 -m loadlib.commands.analyze` with loadtests/ on PYTHONPATH, the way
-run.sh runs the harness (README.md, "Running the commands").
+An entry point: `analyze` of loadlib/entry.py, the one entry point, run here through
+loadtests/notesd-loadtests beside this folder, the way run.sh runs the harness
+(README.md, "Running the commands").
 """
 import os
 import sys
 
-LOADTESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+LAUNCHER = os.path.join(os.path.dirname(HERE), "notesd-loadtests")
 
 if __name__ == "__main__":
-    path = os.pathsep.join(p for p in (LOADTESTS, os.environ.get("PYTHONPATH")) if p)
-    os.execve(sys.executable, [sys.executable, "-B", "-m", "loadlib.commands.analyze", *sys.argv[1:]],
-              dict(os.environ, PYTHONPATH=path))
+    os.execv(sys.executable, [sys.executable, "-B", LAUNCHER, "analyze", *sys.argv[1:]])

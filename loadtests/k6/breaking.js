@@ -23,7 +23,8 @@
 
 import exec from 'k6/execution';
 import { Trend } from 'k6/metrics';
-import { env, envInt, envNumber, parseStages, targetAt, runTags, makeIteration, SUMMARY_TREND_STATS, SYSTEM_TAGS } from './lib/k6run.js';
+import { env, envInt, envNumber, parseStages, targetAt, makeIteration } from './lib/k6run.js';
+import { httpOptions, rampingVus, SUMMARY_TREND_STATS } from './lib/options.js';
 import { summaryOutputs, failedThresholds } from './lib/summary.js';
 
 const SPEC = JSON.parse(open('../mixes.json'));
@@ -35,25 +36,14 @@ const BELOW = env('BELOW', '') === '' ? '' : `below=${envInt('BELOW', 100000, 0)
 
 const vusAtFailure = new Trend('vus_at_failure');
 
-/** @type {import('k6/options').Options} */
-export const options = {
-  scenarios: {
-    breaking: {
-      executor: 'ramping-vus',
-      startVUs: 0,
-      stages: STAGES,
-      gracefulRampDown: env('GRACEFUL_RAMP_DOWN', '60s'),
-    },
-  },
-  tags: runTags('breaking'),
-  discardResponseBodies: true,
+// its own thresholds: failures are expected, up to the breaking point
+export const options = httpOptions('breaking', { breaking: rampingVus(STAGES, '60s') }, {
   summaryTrendStats: ['min', ...SUMMARY_TREND_STATS],
-  systemTags: SYSTEM_TAGS,
   thresholds: {
     http_req_failed: [{ threshold: `rate<${FAIL_RATE}`, abortOnFail: ABORT, delayAbortEval: '10s' }],
     vus_at_failure: ['min>=0'],
   },
-};
+});
 
 const iteration = makeIteration(SPEC, 'primes', { timeout: TIMEOUT, query: BELOW });
 

@@ -20,7 +20,8 @@
 // Thresholds: any failed request, failed check or dropped iteration (k6 ran
 // out of VUs to keep the rate) marks the run failed.
 
-import { env, envInt, runTags, makeIteration, SUMMARY_TREND_STATS, SYSTEM_TAGS } from './lib/k6run.js';
+import { env, envInt, makeIteration } from './lib/k6run.js';
+import { httpOptions, STRICT_THRESHOLDS } from './lib/options.js';
 import { summaryOutputs } from './lib/summary.js';
 
 const SPEC = JSON.parse(open('../mixes.json'));
@@ -31,28 +32,16 @@ const PRE_VUS = envInt('PRE_VUS', 100);
 const MAX_VUS = envInt('MAX_VUS', 1000);
 const MAX_ID = envInt('MAX_ID', SPEC.maxId);
 
-/** @type {import('k6/options').Options} */
-export const options = {
-  scenarios: {
-    [MODE]: {
-      executor: 'constant-arrival-rate',
-      rate: RATE,
-      timeUnit: '1s',
-      duration: DURATION,
-      preAllocatedVUs: PRE_VUS,
-      maxVUs: Math.max(MAX_VUS, PRE_VUS),
-    },
+export const options = httpOptions(MODE, {
+  [MODE]: {
+    executor: 'constant-arrival-rate',
+    rate: RATE,
+    timeUnit: '1s',
+    duration: DURATION,
+    preAllocatedVUs: PRE_VUS,
+    maxVUs: Math.max(MAX_VUS, PRE_VUS),
   },
-  tags: runTags(MODE),
-  discardResponseBodies: true,
-  summaryTrendStats: SUMMARY_TREND_STATS,
-  systemTags: SYSTEM_TAGS,
-  thresholds: {
-    http_req_failed: ['rate==0'],
-    checks: ['rate==1'],
-    dropped_iterations: ['count==0'],
-  },
-};
+}, { thresholds: { ...STRICT_THRESHOLDS, dropped_iterations: ['count==0'] } });
 
 const iteration = makeIteration(SPEC, MODE, { maxId: MAX_ID });
 

@@ -27,7 +27,8 @@
 //
 // Thresholds: any failed request or failed status check marks the run failed.
 
-import { env, envInt, runTags, makeIteration, SUMMARY_TREND_STATS, SYSTEM_TAGS } from './lib/k6run.js';
+import { env, envInt, makeIteration } from './lib/k6run.js';
+import { httpOptions } from './lib/options.js';
 import { summaryOutputs } from './lib/summary.js';
 
 const SPEC = JSON.parse(open('../mixes.json'));
@@ -36,18 +37,9 @@ const VUS = envInt('VUS', 100);
 const DURATION = env('DURATION', '3m');
 const MAX_ID = envInt('MAX_ID', SPEC.maxId);
 
-/** @type {import('k6/options').Options} */
-export const options = {
-  scenarios: { [MODE]: { executor: 'constant-vus', vus: VUS, duration: DURATION } },
-  tags: runTags(MODE),
-  discardResponseBodies: true,
-  summaryTrendStats: SUMMARY_TREND_STATS,
-  systemTags: SYSTEM_TAGS,
-  thresholds: {
-    http_req_failed: ['rate==0'],
-    checks: ['rate==1'],
-  },
-};
+export const options = httpOptions(MODE, {
+  [MODE]: { executor: 'constant-vus', vus: VUS, duration: DURATION },
+});
 
 const iteration = makeIteration(SPEC, MODE, { maxId: MAX_ID });
 

@@ -17,7 +17,8 @@
 //   GRACEFUL_RAMP_DOWN  time given to running requests when VUs go away (60s)
 //   RT, ROUND, TESTID tags; SUMMARY: write summary JSON to this file
 
-import { env, envInt, parseStages, runTags, makeIteration, SUMMARY_TREND_STATS, SYSTEM_TAGS } from './lib/k6run.js';
+import { env, envInt, parseStages, makeIteration } from './lib/k6run.js';
+import { httpOptions, rampingVus } from './lib/options.js';
 import { summaryOutputs } from './lib/summary.js';
 
 const SPEC = JSON.parse(open('../mixes.json'));
@@ -25,25 +26,7 @@ const STAGES = parseStages(env('STAGES', '2m:1000,3m:1000,30s:0'));
 const TIMEOUT = env('TIMEOUT', '60s');
 const BELOW = env('BELOW', '') === '' ? '' : `below=${envInt('BELOW', 100000, 0)}`;
 
-/** @type {import('k6/options').Options} */
-export const options = {
-  scenarios: {
-    primes: {
-      executor: 'ramping-vus',
-      startVUs: 0,
-      stages: STAGES,
-      gracefulRampDown: env('GRACEFUL_RAMP_DOWN', '60s'),
-    },
-  },
-  tags: runTags('primes'),
-  discardResponseBodies: true,
-  summaryTrendStats: SUMMARY_TREND_STATS,
-  systemTags: SYSTEM_TAGS,
-  thresholds: {
-    http_req_failed: ['rate==0'],
-    checks: ['rate==1'],
-  },
-};
+export const options = httpOptions('primes', { primes: rampingVus(STAGES, '60s') });
 
 const iteration = makeIteration(SPEC, 'primes', { timeout: TIMEOUT, query: BELOW });
 

@@ -29,7 +29,8 @@
 import http from 'k6/http';
 import { check } from 'k6';
 import { Counter, Trend } from 'k6/metrics';
-import { env, envInt, baseUrl, runTags, SUMMARY_TREND_STATS } from './lib/k6run.js';
+import { env, envInt, baseUrl } from './lib/k6run.js';
+import { sharedIterations, streamOptions } from './lib/options.js';
 import { summaryOutputs } from './lib/summary.js';
 
 const VUS = envInt('VUS', 10);
@@ -44,15 +45,9 @@ const gap = new Trend('notesd_sse_gap', true);
 const lines = new Counter('notesd_stream_lines');
 const EVENT = /^id: (\d+)\ndata: \{"id":(\d+),"of":(\d+),"sent_us":(\d+)\}$/;
 
-/** @type {import('k6/options').Options} */
-export const options = {
-  scenarios: {
-    sse: { executor: 'shared-iterations', vus: Math.min(VUS, ITERATIONS), iterations: ITERATIONS, maxDuration: '10m' },
-  },
-  tags: runTags(LINES > 0 ? 'stream' : 'sse'),
-  summaryTrendStats: SUMMARY_TREND_STATS,
-  thresholds: { checks: ['rate==1'] },
-};
+export const options = streamOptions(LINES > 0 ? 'stream' : 'sse', {
+  sse: sharedIterations(VUS, ITERATIONS, '10m'),
+}, { checks: ['rate==1'] });
 
 // The events of an SSE body, each checked to be what notesd sends; [] when a byte is off.
 /** @param {string} body @returns {{ id: number, of: number, sentUs: number }[]} */

@@ -7,7 +7,8 @@
 //   well-formed requests;
 // - loadtests/wrk/notes.lua declares the same shares, paths and bodies;
 // - the k6 scripts, loaded with stand-ins for the k6 modules, build the
-//   options the comparison used and send what the mix describes.
+//   options the comparison used (their shared part from lib/options.js, which
+//   no script spells out again) and send what the mix describes.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -304,6 +305,8 @@ const STUBS = {
   'k6/execution': 'export default { get instance() { return { vusActive: globalThis.__k6.vusActive }; } };',
   'k6/metrics': 'export class Trend { constructor(name) { this.name = name; } add(v) { globalThis.__k6.metric(this.name, v); } }'
     + ' export class Counter extends Trend {} export class Rate extends Trend {} export class Gauge extends Trend {}',
+  // the streaming scripts' options only (test_streams.mjs runs them against stand-ins of notesd)
+  'k6/websockets': 'export class WebSocket {}',
 };
 const HOOKS = `
 const STUBS = ${JSON.stringify(STUBS)};
@@ -506,6 +509,35 @@ test('static.js: GET /static/app.min.js, 1,000,000 requests at VUS', async () =>
   mod.default();
   assert.equal(sent[0].url, 'http://127.0.0.1:8080/static/app.min.js');
   assert.equal(sent[0].params.tags.name, 'GET /static/app.min.js');
+});
+
+test('the options every script shares come from lib/options.js, spelled out nowhere else', async () => {
+  const http = ['notes.js', 'notes-open.js', 'status.js', 'primes.js', 'breaking.js', 'hello.js', 'static.js'];
+  const streams = ['ws-echo.js', 'ws-feed.js', 'sse.js'];
+  for (const file of http) {
+    const { mod } = await loadScript(file, { RT: 'node', ROUND: '1', TESTID: 'node-1' });
+    const { discardResponseBodies, systemTags, summaryTrendStats } = mod.options;
+    assert.deepEqual({ discardResponseBodies, systemTags, summaryTrendStats: summaryTrendStats.filter((s) => s !== 'min') },
+      COMMON, file);
+    assert.deepEqual(mod.options.tags, { runtime: 'node', round: '1', mode: mod.options.tags.mode, testid: 'node-1' }, file);
+    if (file !== 'breaking.js') {   // breaking's failures are expected up to the breaking point
+      assert.deepEqual(mod.options.thresholds.http_req_failed, ['rate==0'], file);
+      assert.deepEqual(mod.options.thresholds.checks, ['rate==1'], file);
+    }
+  }
+  for (const file of streams) {
+    const { mod } = await loadScript(file, { RT: 'node' });
+    assert.deepEqual(mod.options.summaryTrendStats, COMMON.summaryTrendStats, file);
+    assert.equal(mod.options.tags.runtime, 'node', file);
+    assert.equal(mod.options.discardResponseBodies, undefined, file);   // they read every body
+  }
+  // the blocks that used to be repeated in each script
+  const shared = [/discardResponseBodies/, /systemTags/, /executor: 'ramping-vus'/, /executor: 'shared-iterations'/,
+    /http_req_failed: \['rate==0'\]/, /runTags\(/, /SYSTEM_TAGS/];
+  for (const file of [...http, ...streams]) {
+    const source = readFileSync(join(HERE, file), 'utf8');
+    for (const re of shared) assert.doesNotMatch(source, re, `${file} spells out ${re} (lib/options.js has it)`);
+  }
 });
 
 test('every script writes its options.tags under notesd_test in the summary JSON', async () => {

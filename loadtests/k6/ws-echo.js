@@ -32,7 +32,8 @@
 
 import { WebSocket } from 'k6/websockets';
 import { Counter, Trend } from 'k6/metrics';
-import { env, envInt, baseUrl, runTags, SUMMARY_TREND_STATS } from './lib/k6run.js';
+import { env, envInt, baseUrl } from './lib/k6run.js';
+import { sharedIterations, streamOptions } from './lib/options.js';
 import { summaryOutputs } from './lib/summary.js';
 
 const VUS = envInt('VUS', 10);
@@ -50,19 +51,9 @@ const mismatched = new Counter('notesd_ws_mismatched');
 const closes = {};
 for (const code of [...CLOSE_CODES, 'other']) closes[code] = new Counter(`notesd_ws_close_${code}`);
 
-/** @type {import('k6/options').Options} */
-export const options = {
-  scenarios: {
-    echo: {
-      executor: 'shared-iterations',
-      vus: Math.min(VUS, ITERATIONS),
-      iterations: ITERATIONS,
-      maxDuration: env('MAX_DURATION', '2m'),
-    },
-  },
-  tags: runTags('ws-echo'),
-  summaryTrendStats: SUMMARY_TREND_STATS,
-};
+export const options = streamOptions('ws-echo', {
+  echo: sharedIterations(VUS, ITERATIONS, env('MAX_DURATION', '2m')),
+});
 
 // message k of a connection: SIZE bytes that say which it is, so an echo is checked exactly
 /** @param {number} k @returns {string} */

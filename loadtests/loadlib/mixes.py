@@ -4,9 +4,10 @@ same numbers (k6/test_mix.mjs checks that they agree); the Python side reads
 them here."""
 
 import json
-import os
 
-MIXES_JSON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mixes.json")
+from . import paths
+
+MIXES_JSON = paths.loadtests("mixes.json")
 
 with open(MIXES_JSON) as _f:
     MIXES = json.load(_f)

@@ -6,7 +6,7 @@ delay on each link, entering a namespace, and removing all of it again.
 Owns the plan (pure: names, addresses, the ip/tc command lines) and carrying it out
 and undoing it. Which addresses load may go to is netcheck.py's (it accepts these
 namespaces' addresses only while they exist); what runs inside them is the
-benchmark's (commands/bench_netns.py).
+benchmark's (commands/bench/netns.py).
 
 Two ways to delay a link:
   netem      veth pairs, with `tc qdisc add dev X root netem delay D limit N` on both
@@ -25,7 +25,7 @@ import signal
 import subprocess
 import time
 
-from loadlib import netcheck
+from loadlib import netcheck, paths
 
 NAMES = {"load": "nb-load", "srv": "nb-srv", "db": "nb-db"}
 assert tuple(NAMES.values()) == netcheck.NETNS_NAMES
@@ -39,8 +39,7 @@ TUN = "nb-tun"
 NETEM_LIMIT = 100000
 # where --cleanup finds what an interrupted run left: the delay line's pid
 STATE_FILE = "/run/notesd-bench-netns.json"
-DELAYLINE_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                             "bench.d", "delayline.c")
+DELAYLINE_SRC = paths.loadtests("bench.d", "delayline.c")
 CLONE_NEWNET = 0x40000000
 
 

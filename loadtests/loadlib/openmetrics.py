@@ -30,7 +30,10 @@ from . import prom
 
 _SCRAPE = re.compile(r"^# SCRAPE unix=([0-9.]+) status=(\S+)")
 _META = re.compile(r"^#\s+(TYPE|HELP)\s+([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\s(.*))?$")
-_SUFFIXES = {"histogram": ("_bucket", "_count", "_sum"), "summary": ("", "_count", "_sum")}
+# a family's sample names, by type, when the page's TYPE line names the family (as an OpenMetrics
+# page does for counters too: `# TYPE http_requests counter`, then `http_requests_total`)
+_SUFFIXES = {"histogram": ("_bucket", "_count", "_sum", "_created"),
+             "summary": ("", "_count", "_sum", "_created"), "counter": ("_total", "_created")}
 _OM_TYPES = {"counter": "counter", "gauge": "gauge", "histogram": "histogram", "summary": "summary",
              "untyped": "unknown"}
 
@@ -101,7 +104,8 @@ def read_scrapes(text):
 
 
 def family_of(name, types):
-    """(family name, OpenMetrics type) of a sample name, from the page's TYPE lines."""
+    """(family name, OpenMetrics type) of a sample name, from the page's TYPE lines (a text
+    page's, which name a counter with its `_total`, or an OpenMetrics page's)."""
     for kind, suffixes in _SUFFIXES.items():
         for suffix in suffixes:
             base = name[:len(name) - len(suffix)]

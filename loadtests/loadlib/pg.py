@@ -11,9 +11,10 @@ import os
 import re
 import subprocess
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LOCALDB = os.path.join(REPO, "sql", "localdb.sh")
-SQL_DIR = os.path.join(REPO, "sql")
+from . import paths
+
+LOCALDB = paths.repo("sql", "localdb.sh")
+SQL_DIR = paths.repo("sql")
 
 
 class DatabaseError(RuntimeError):

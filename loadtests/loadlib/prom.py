@@ -2,8 +2,16 @@
 and the deltas of counters and histograms between two scrapes.
 
 Owns the format only; fetching a page is scrape_text() here, through httpc (loadlib's
-one HTTP client), and quantiles of a histogram are in quantile.py. Exemplars
-(`# {...} value`) and timestamps after a sample are read past, never kept.
+one HTTP client), and quantiles of a histogram are in quantile.py. One parser reads
+both the text format and OpenMetrics: exemplars (`# {...} value`) and timestamps after
+a sample are read past, never kept.
+
+Why not prometheus_client's parsers (Debian's python3-prometheus-client 0.16): its text
+parser is no faster on notesd's pages and reads an OpenMetrics exemplar as labels
+without an error, its OpenMetrics parser takes twice the time and refuses a page
+without `# EOF`, and neither skips one bad line. tests/lib/test_prom_reference.py holds
+this parser to both of theirs on real pages; loadtests/README.md ("Prometheus parsing")
+has the measurements.
 """
 import math
 import re
@@ -15,9 +23,16 @@ class InputError(Exception):
     """A page, file or series that cannot be used (bad syntax, a counter that went down)."""
 
 
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+-?\d+)?\s*$')
+# name, {label set}, value, then a timestamp, read past: the text format's integer
+# milliseconds or OpenMetrics' seconds with a fraction
+_TIME = r'(?:\s+-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)?'
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)' + _TIME + r'\s*$')
+# The same for a line with a `#`, which may end in an OpenMetrics exemplar (` # {...} value
+# [time]`, read past): quoted label values are taken whole, so a `}` or ` # {` inside one
+# stays in it. Slower, so only for those lines.
+_SAMPLE_EXEMPLAR = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[^"}]++|"(?:[^"\\]++|\\.)*+")*+)\})?'
+                              r'\s+(\S+)' + _TIME + r'(?:\s+#\s+\{.*)?\s*$')
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
-_EXEMPLAR = re.compile(r'\s+#\s+\{.*$')
 
 
 def _unescape(value):
@@ -72,9 +87,7 @@ def parse_metrics(text):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        if "#" in line and "}" in line:
-            line = _EXEMPLAR.sub("", line)   # OpenMetrics exemplar after the value
-        m = _SAMPLE.match(line)
+        m = (_SAMPLE_EXEMPLAR if "#" in line else _SAMPLE).match(line)
         if not m:
             raise InputError(f"line {number}: not a sample: {line[:120]!r}")
         try:

@@ -16,7 +16,7 @@ import subprocess
 import time
 import urllib.parse
 
-from . import httpc, procs
+from . import httpc, paths, procs
 
 
 class NotReady(RuntimeError):
@@ -273,11 +273,9 @@ class ProcessUnderTest:
 
 # --------------------------------------------------------------------- what runs: notesd and the peer
 
-LOADTESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REPO = os.path.dirname(LOADTESTS)
-PEER_DIR = os.path.join(LOADTESTS, "peers", "express")
-RUNTIME_BIN = os.path.join(LOADTESTS, "peers", "runtimes", "node_modules", ".bin")
-STATIC_DIR = os.path.join(LOADTESTS, "static")
+PEER_DIR = paths.loadtests("peers", "express")
+RUNTIME_BIN = paths.loadtests("peers", "runtimes", "node_modules", ".bin")
+STATIC_DIR = paths.loadtests("static")
 PEERS = ("node", "bun", "deno")
 
 
@@ -285,7 +283,7 @@ def target_command(runtime, notesd_bin):
     """(argv, cwd) of a target: the Express peer on a pinned runtime (node, bun, deno) from
     loadtests/peers/express, or, for any other name ("notesd"), notesd from the repository's top."""
     if runtime not in PEERS:
-        return [notesd_bin], REPO
+        return [notesd_bin], paths.REPO
     binary = os.path.join(RUNTIME_BIN, runtime)
     if runtime == "deno":
         return [binary, "run", "-A", "server.js"], PEER_DIR
@@ -323,7 +321,7 @@ def peers_ready(runtimes):
 def install_peers(runtimes, capture=True):
     """Runs loadtests/peers/install.sh (npm ci of the peer and the pinned runtimes).
     Returns (runtimes still missing, its CompletedProcess)."""
-    res = subprocess.run([os.path.join(LOADTESTS, "peers", "install.sh")], capture_output=capture, text=True)
+    res = subprocess.run([paths.loadtests("peers", "install.sh")], capture_output=capture, text=True)
     return [r for r in runtimes if not runtime_installed(r)], res
 
 

@@ -12,9 +12,8 @@ scrapes, k6 summaries and wrk outputs several of them read, and fixtures/tools/
 each load tool's captured runs. CTest runs each file (tests/CMakeLists.txt:
 loadtests_*).
 """
-import os
+from loadlib.paths import LOADTESTS, REPO, loadtests
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
-LOADTESTS = os.path.dirname(TESTS)
-REPO = os.path.dirname(LOADTESTS)
-FIXTURES = os.path.join(TESTS, "fixtures")
+TESTS = loadtests("tests")
+FIXTURES = loadtests("tests", "fixtures")
+__all__ = ["FIXTURES", "LOADTESTS", "REPO", "TESTS"]

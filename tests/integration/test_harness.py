@@ -29,7 +29,7 @@ sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 from notes_testlib import BIN, REPO, SANITIZED, free_port_in, main  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "loadtests"))
-from loadlib.commands import analyze  # noqa: E402
+from loadlib.commands.harness import analyze  # noqa: E402
 
 VUS = 8
 

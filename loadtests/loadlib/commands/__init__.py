@@ -1,7 +1,7 @@
-"""The commands, on top of the library: harness (run.sh), bench, verify, calibrate
-and reconcile, each a module with a main() that a thin script under loadtests/
-calls, and each with its parts beside it (the harness's analyze, analyze_figures
-and analyze_report; bench_*; verify_*; calibrate_*; reconcile_client). A command imports the library below it and its own parts,
-never another command or another command's parts (tests/lib/test_layers.py
-checks it).
+"""The commands, on top of the library: one subpackage per command (harness, with the
+harness's report, analyze; reconcile; verify; calibrate; bench). Each keeps its main(argv)
+in command.py (analyze: harness/analyze.py) and its parts beside it; loadlib/entry.py
+runs them by name. A command imports the library below it and its own package, never
+another command's (tests/lib/test_layers.py checks it); what two commands share moves
+down into the library.
 """

@@ -3,8 +3,9 @@ loadtests/tools (installed by loadtests/tools/install.sh), else one on PATH."""
 import os
 import shutil
 
-NODE_MODULES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                                             "..", "tools", "node_modules"))
+from .. import paths
+
+NODE_MODULES = paths.loadtests("tools", "node_modules")
 NPM_BIN = os.path.join(NODE_MODULES, ".bin")
 
 

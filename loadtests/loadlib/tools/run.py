@@ -126,9 +126,8 @@ def adapters():
     """[(name, module or None, why)] for every adapter module in this package, in name
     order: module None and why = 'not installed: <INSTALL_HINT>' when its tool is
     missing, or 'cannot load: <error>' when the module itself is broken."""
-    here = os.path.dirname(os.path.abspath(__file__))
     out = []
-    for info in sorted(pkgutil.iter_modules([here]), key=lambda i: i.name):
+    for info in sorted(pkgutil.iter_modules(importlib.import_module(__package__).__path__), key=lambda i: i.name):
         if info.name in ("base", "run") or info.name.startswith(("_", "test", "ws_")):
             continue                         # ws_*: the WebSocket adapters (ws_run.py lists them)
         try:

@@ -10,18 +10,17 @@ The adapter runs latency.lua, which fits a RunSpec (one URL); the commands that
 run the mixes use json_line() and read_json_line() on notes.lua's output.
 """
 import json
-import os
 import re
 import shutil
 import subprocess
 
+from .. import paths
 from .base import Errors, Latency, ToolResult, install_hint
 
 NAME = "wrk"
 INSTALL_HINT = install_hint("apt-get install -y wrk")
 TAG = "WRK_JSON"
-LATENCY_LUA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                           "calibration", "latency.lua")
+LATENCY_LUA = paths.loadtests("calibration", "latency.lua")
 
 
 class OutputError(ValueError):

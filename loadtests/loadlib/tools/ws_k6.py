@@ -21,14 +21,14 @@ import os
 import shutil
 from urllib.parse import urlsplit
 
+from .. import paths
 from . import k6
 from .base import Latency
 from .ws_base import Unsupported, WsResult, WsSpec, tool_version
 
 NAME = "k6"
 INSTALL_HINT = k6.INSTALL_HINT
-K6_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                       "k6"))
+K6_DIR = paths.loadtests("k6")
 SUMMARY = "ws-summary.json"
 
 

@@ -1,7 +1,6 @@
 """Running WebSocket load tools: the ws_* adapters (tools/ws_base.py's contract)
 and one adapter's run, pinned to a CPU, with the tool's own CPU time in the result."""
 import importlib
-import os
 import pkgutil
 import shutil
 import tempfile
@@ -14,9 +13,8 @@ from .run import ToolFailed, run_measured
 def ws_adapters():
     """[(name, module or None, why)] of every tools/ws_<tool>.py, in name order; module None
     and why 'not installed: <INSTALL_HINT>' when the tool is missing."""
-    here = os.path.dirname(os.path.abspath(__file__))
     out = []
-    for info in sorted(pkgutil.iter_modules([here]), key=lambda i: i.name):
+    for info in sorted(pkgutil.iter_modules(importlib.import_module(__package__).__path__), key=lambda i: i.name):
         if not info.name.startswith("ws_") or info.name in ("ws_base", "ws_run"):
             continue
         mod = importlib.import_module(f"{__package__}.{info.name}")

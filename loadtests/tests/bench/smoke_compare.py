@@ -22,7 +22,7 @@ import tempfile
 import time
 
 from loadlib import stats
-from loadlib.commands import bench_compare_report as figures
+from loadlib.commands.bench import compare_report as figures
 from tests import LOADTESTS
 
 ROUNDS = 8

@@ -22,9 +22,12 @@ import unittest
 import xml.etree.ElementTree as ET
 
 from loadlib import charts, mixes, netcheck, netns, pgbench
-from loadlib.commands import bench_figures as report
-from loadlib.commands import bench_headline, bench_netns, bench_report, bench_sweep
-from loadlib.commands import bench_subjects as bench
+from loadlib.commands.bench import figures as report
+from loadlib.commands.bench import headline as bench_headline
+from loadlib.commands.bench import netns as bench_netns
+from loadlib.commands.bench import report as bench_report
+from loadlib.commands.bench import sweep as bench_sweep
+from loadlib.commands.bench import subjects as bench
 from tests import LOADTESTS, REPO
 
 BENCH_D = os.path.join(LOADTESTS, "bench.d")

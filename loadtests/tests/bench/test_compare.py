@@ -18,7 +18,9 @@ import random
 import types
 import unittest
 
-from loadlib.commands import bench_compare, bench_compare_report as figures, bench_revisions
+from loadlib.commands.bench import compare as bench_compare
+from loadlib.commands.bench import compare_report as figures
+from loadlib.commands.bench import revisions as bench_revisions
 
 
 class Revisions(unittest.TestCase):

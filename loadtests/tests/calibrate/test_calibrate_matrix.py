@@ -11,9 +11,9 @@ import tempfile
 import unittest
 
 
-from loadlib.commands import calibrate_matrix as m
-from loadlib.commands import calibrate_verdicts as v
-from loadlib.commands import calibrate_scorecard as sc
+from loadlib.commands.calibrate import matrix as m
+from loadlib.commands.calibrate import verdicts as v
+from loadlib.commands.calibrate import scorecard as sc
 from loadlib.tools import curl, hey
 
 

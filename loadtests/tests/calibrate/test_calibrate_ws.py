@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import unittest
 
-from loadlib.commands import calibrate_ws as w
+from loadlib.commands.calibrate import ws as w
 from loadlib.tools import ws_artillery, ws_k6, ws_run, ws_tsung
 from loadlib.tools.ws_base import Unsupported, WsSpec
 from tests import FIXTURES

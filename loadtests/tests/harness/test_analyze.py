@@ -15,8 +15,8 @@ import unittest
 import xml.dom.minidom
 
 from loadlib import charts, cli, netcheck
-from loadlib.commands import analyze
-from loadlib.commands import harness as run
+from loadlib.commands.harness import analyze
+from loadlib.commands.harness import command as run
 from tests import FIXTURES, LOADTESTS
 
 FIX = FIXTURES

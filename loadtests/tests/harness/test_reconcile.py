@@ -25,7 +25,7 @@ import tempfile
 import unittest
 
 from loadlib import prom, quantile
-from loadlib.commands import reconcile_client as rc
+from loadlib.commands.reconcile import client as rc
 from tests import FIXTURES, LOADTESTS
 
 FIX = FIXTURES

@@ -1,21 +1,30 @@
 """loadlib's shape, checked from its source: its dependencies point down (each
 module imports only modules of lower layers, read from its import statements), so
-the bottom parts can be read, tested and reused alone; the commands sit on top and
-never import each other (what two commands share belongs in the library below
-them), and a command's parts (PARTS) are imported by that command alone; no helper
-is defined twice (no two modules define the same name, and no two functions have
-the same body); no module is over SIZE_LIMIT lines; the entry points are a few
-lines that import loadlib without touching sys.path, and so do the tests (one tree,
-tests/) and all other Python here but the scripts of RUN_BY_PATH; and
-pyproject.toml declares the package and every command.
+the bottom parts can be read, tested and reused alone; the commands sit on top, one
+subpackage each (commands/<command>/), and never import another command's package
+(what two commands share belongs in the library below them); no helper is defined
+twice (no two modules define the same name, and no two functions have the same
+body); no module is over SIZE_LIMIT lines; only paths.py works out where the
+checkout is; every way in (the scripts of ENTRY_POINTS, `python3 -m loadlib`) goes
+through the one entry point, loadlib/entry.py, in a few lines, without PYTHONPATH or
+sys.path, and runs; the tests (one tree, tests/) and all other Python here but the
+scripts of RUN_BY_PATH leave sys.path alone too; and pyproject.toml declares the
+package, the console scripts, and every module imported from outside the standard
+library (what the commands import as dependencies, what only the tests import as the
+`test` extra), each with the Debian package it comes from.
 
     cd loadtests && /usr/bin/python3 -B -m tests.lib.test_layers
 """
 import ast
+import importlib.metadata
 import os
+import re
+import subprocess
+import sys
 import tomllib
 import unittest
 
+from loadlib.entry import COMMANDS, SCRIPTS
 from tests import LOADTESTS
 
 LOADLIB = os.path.join(LOADTESTS, "loadlib")
@@ -26,7 +35,7 @@ SIZE_LIMIT = 500
 OVERSIZE = set()
 # Names several modules define on purpose, each keeping the same contract: name -> (where, what).
 CONTRACTS = {
-    "main": ("commands.", "a command's entry point"),
+    "main": (("commands.", "entry"), "a command's entry point (entry.py's runs the command it names)"),
     "parse_args": ("commands.", "a command's options"),
     "available": ("tools.", "the adapter contract of tools/base.py"),
     "version": ("tools.", "the adapter contract of tools/base.py"),
@@ -40,10 +49,10 @@ CONTRACTS = {
 PENDING_TWICE = {}
 # Functions this short may look alike without being a copy (a one-line accessor, a wrapper).
 MIN_COPY_STATEMENTS = 3
-# The scripts a person runs, and what they run.
-ENTRY_POINTS = {"bench": "loadlib.commands.bench", "calibrate": "loadlib.commands.calibrate",
-                "verify": "loadlib.commands.verify", "reconcile": "loadlib.commands.reconcile",
-                "harness/analyze.py": "loadlib.commands.analyze", "run.sh": "loadlib.commands.harness"}
+# The scripts a person runs (paths under loadtests/), and the command of loadlib/entry.py each
+# runs; notesd-loadtests runs any of them.
+ENTRY_POINTS = {"bench": "bench", "calibrate": "calibrate", "verify": "verify", "reconcile": "reconcile",
+                "harness/analyze.py": "analyze", "run.sh": "harness", "notesd-loadtests": None}
 
 # The Python outside loadlib/ and tests/ that is run by path from its own folder, where only
 # a line that puts loadtests/ on sys.path reaches loadlib (README.md, "Running the commands"):
@@ -56,10 +65,15 @@ RUN_BY_PATH = {
 }
 # Folders under loadtests/ that hold no source of ours.
 NOT_SOURCE = {"node_modules", "results", "__pycache__"}
+# Python that a load tool runs, not us: the locustfiles captured from the locust adapter's runs.
+NOT_OURS = os.path.join("tests", "fixtures", "tools")
+# The top-level modules of ours, and the scripts beside a test that it imports by path.
+OURS = {"loadlib", "tests"}
 
-# bottom first; a module may import from the layers before its own
+# bottom first; a module may import from the layers before its own. A command's modules are
+# commands.<command>.<part>.
 LAYERS = [
-    {"httpc"},
+    {"paths", "httpc"},
     {"prom", "netcheck", "procs", "pg", "pgbench", "mixes", "report", "charts", "cli", "tools.base",
      "tools._npm"},
     # adapters that a command or another adapter imports by name: on tools.base
@@ -67,30 +81,31 @@ LAYERS = [
      "tools.ws_base"},
     {"sampler", "tools.run", "tools.locust_distributed", "stats"},
     {"tools.ws_run"},
-    # the commands' parts, each part of one command (PART_OF), in the order they build on each other
-    {"commands.analyze_figures", "commands.bench_figures", "commands.calibrate_report",
-     "commands.calibrate_runs", "commands.calibrate_scorecard", "commands.calibrate_target",
-     "commands.calibrate_verdicts", "commands.reconcile_client", "commands.verify_js"},
-    {"commands.analyze_report", "commands.bench_report", "commands.bench_subjects",
-     "commands.calibrate_matrix", "commands.verify_target", "commands.calibrate_ws",
-     "commands.bench_headline", "commands.bench_compare_report"},
-    {"commands.analyze", "commands.bench_runs", "commands.bench_setup", "commands.bench_revisions", "commands.calibrate_protocols",
-     "commands.verify_api", "commands.verify_work"},
-    {"commands.bench_sweep", "commands.bench_netns", "commands.bench_compare"},
-    # the commands
-    {"commands.harness", "commands.bench", "commands.verify", "commands.calibrate", "commands.reconcile"},
+    # the commands' parts, in the order they build on each other
+    {"commands.harness.figures", "commands.bench.figures", "commands.calibrate.report",
+     "commands.calibrate.runs", "commands.calibrate.scorecard", "commands.calibrate.target",
+     "commands.calibrate.verdicts", "commands.reconcile.client", "commands.verify.js"},
+    {"commands.harness.report", "commands.bench.report", "commands.bench.subjects",
+     "commands.calibrate.matrix", "commands.verify.target", "commands.calibrate.ws",
+     "commands.bench.headline", "commands.bench.compare_report"},
+    {"commands.harness.analyze", "commands.bench.runs", "commands.bench.setup",
+     "commands.bench.revisions", "commands.calibrate.protocols", "commands.verify.api",
+     "commands.verify.work"},
+    {"commands.bench.sweep", "commands.bench.netns", "commands.bench.compare"},
+    # the commands: main(argv) of each
+    {"commands.harness.command", "commands.bench.command", "commands.verify.command",
+     "commands.calibrate.command", "commands.reconcile.command"},
+    # the one entry point, which imports the commands by name when one runs, and python3 -m loadlib
+    {"entry"},
+    {"__main__"},
 ]
-COMMANDS = LAYERS[-1]
-PARTS = {"commands.harness": ("analyze", "analyze_figures", "analyze_report"),
-         "commands.bench": ("bench_figures", "bench_report", "bench_subjects", "bench_runs", "bench_setup",
-                            "bench_sweep", "bench_netns", "bench_headline", "bench_revisions",
-                            "bench_compare", "bench_compare_report"),
-         "commands.calibrate": ("calibrate_runs", "calibrate_report", "calibrate_target",
-                                "calibrate_verdicts", "calibrate_matrix", "calibrate_protocols",
-                                "calibrate_scorecard", "calibrate_ws"),
-         "commands.reconcile": ("reconcile_client",),
-         "commands.verify": ("verify_js", "verify_target", "verify_api", "verify_work")}
-PART_OF = {f"commands.{part}": command for command, parts in PARTS.items() for part in parts}
+COMMAND_PACKAGES = {"harness", "bench", "verify", "calibrate", "reconcile"}
+
+
+def command_of(module):
+    """The command package a module belongs to ("bench" for commands.bench.runs), or None."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == "commands" else None
 
 
 def layer_of(module):
@@ -124,12 +139,15 @@ def loadlib_imports(path, module):
 
 
 def modules():
-    """(dotted name relative to loadlib, path) of every module of the package."""
-    for folder, prefix in ((LOADLIB, ""), (os.path.join(LOADLIB, "tools"), "tools."),
-                           (os.path.join(LOADLIB, "commands"), "commands.")):
-        for name in sorted(os.listdir(folder)):
+    """(dotted name relative to loadlib, path) of every module of the package, its
+    subpackages' included."""
+    for root, dirs, files in os.walk(LOADLIB):
+        dirs[:] = sorted(d for d in dirs if d not in NOT_SOURCE)
+        rel = os.path.relpath(root, LOADLIB)
+        prefix = "" if rel == "." else rel.replace(os.sep, ".") + "."
+        for name in sorted(files):
             if name.endswith(".py") and name != "__init__.py":
-                yield prefix + name[:-3], os.path.join(folder, name)
+                yield prefix + name[:-3], os.path.join(root, name)
 
 
 def parsed(path):
@@ -206,16 +224,17 @@ class Layers(unittest.TestCase):
     def test_commands_import_no_other_command(self):
         found = set()
         for module, path in self.modules():
-            if not module.startswith("commands."):
+            mine = command_of(module)
+            if mine is None:
+                self.assertFalse(module.startswith("commands."),
+                                 f"{module}: a command's modules live in its package, commands/<command>/")
                 continue
-            found.add(module)
+            found.add(mine)
             for dep in loadlib_imports(path, module):
-                if dep in COMMANDS:
-                    self.fail(f"{module} imports the command {dep}: move what they share into the library")
-                if dep in PART_OF:   # a command's parts: for that command and its other parts
-                    self.assertIn(PART_OF[dep], (module, PART_OF.get(module)),
-                                  f"{module} imports {dep}, a part of {PART_OF[dep]}")
-        self.assertEqual(found, COMMANDS | set(PART_OF), "every command module is listed in test_layers.py")
+                theirs = command_of(dep)
+                self.assertIn(theirs, (None, mine), f"{module} imports {dep}, a part of the command "
+                                                    f"{theirs}: move what they share into the library")
+        self.assertEqual(found, COMMAND_PACKAGES, "every command package is listed in test_layers.py")
 
 
 class OneDefinition(unittest.TestCase):
@@ -256,6 +275,15 @@ class OneDefinition(unittest.TestCase):
             self.assertIn(instead.rsplit(".", 1)[1], names[instead.rsplit(".", 1)[0]])
 
 
+class OneRoot(unittest.TestCase):
+    def test_only_paths_finds_the_checkout(self):
+        """The checkout's root is worked out in paths.py alone: no other module of the
+        package looks at its own __file__ (and so at where it sits in the tree)."""
+        where = sorted(module for module, path in modules() if module != "paths"
+                       and any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(parsed(path))))
+        self.assertEqual(where, [], "these find files from their own place: ask loadlib.paths")
+
+
 class Size(unittest.TestCase):
     def test_no_module_is_over_the_limit(self):
         for module, path in modules():
@@ -273,14 +301,59 @@ class EntryPoints(unittest.TestCase):
         with open(os.path.join(LOADTESTS, *path)) as f:
             return f.read()
 
-    def test_entry_points_are_thin_and_leave_sys_path_alone(self):
-        for script, module in ENTRY_POINTS.items():
+    def test_entry_points_are_thin_and_go_through_the_entry_point(self):
+        """Each script is a few lines that hand its command to loadlib/entry.py: the Python
+        ones in loadtests/ import it, run.sh and harness/analyze.py run notesd-loadtests by
+        path; none sets PYTHONPATH or touches sys.path."""
+        for script, command in ENTRY_POINTS.items():
             text = self.read(script)
             self.assertLessEqual(len(text.splitlines()), 60 if script == "run.sh" else 40,
                                  f"{script} is no longer a thin entry point")
-            self.assertIn(module, text, f"{script} does not run {module}")
-            if script != "run.sh":
+            self.assertNotIn("PYTHONPATH", text, f"{script} sets PYTHONPATH")
+            if os.path.dirname(script) or script.endswith(".sh"):
+                self.assertIn("notesd-loadtests", text, f"{script} does not run notesd-loadtests")
+            else:
+                self.assertIn("from loadlib.entry import main", text, f"{script} does not use entry.py")
+            if command:
+                self.assertRegex(text, rf'["\s]{command}["\s]', f"{script} does not run {command}")
+            if not script.endswith(".sh"):
                 self.assertFalse(touches_sys_path(ast.parse(text)), f"{script} uses sys.path")
+
+    def test_the_entry_point_knows_every_command_and_script(self):
+        self.assertEqual({COMMANDS[name][2] for name in COMMANDS}, set(ENTRY_POINTS) - {"notesd-loadtests"})
+        for name, (module, _, script) in COMMANDS.items():
+            self.assertEqual(ENTRY_POINTS[script], name)
+            rel = module[len("loadlib."):]
+            path = dict(modules()).get(rel)
+            self.assertIsNotNone(path, f"{name}: no module {module}")
+            mains = [n for n in definitions(parsed(path)) if n.name == "main"]
+            self.assertEqual(len(mains), 1, f"{module} defines no main()")
+            self.assertEqual([a.arg for a in mains[0].args.args], ["argv"], f"{module}: main(argv=None)")
+            self.assertEqual(len(mains[0].args.defaults), 1, f"{module}: main(argv=None)")
+
+    def run_script(self, *argv):
+        return subprocess.run(argv, cwd="/", capture_output=True, text=True, timeout=60,
+                              env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+
+    def test_every_way_in_runs(self):
+        """Every script answers --help from another directory and without PYTHONPATH, and so
+        does `python3 -m loadlib COMMAND` from loadtests/; an unknown command exits 2."""
+        for script, command in ENTRY_POINTS.items():
+            with self.subTest(script=script):
+                res = self.run_script(os.path.join(LOADTESTS, script), "--help")
+                self.assertEqual(res.returncode, 0, res.stderr)
+                self.assertIn("usage:", res.stdout)
+        listing = self.run_script(os.path.join(LOADTESTS, "notesd-loadtests"), "--help").stdout
+        for name in COMMANDS:
+            with self.subTest(command=name):
+                self.assertRegex(listing, rf"(?m)^  {name} ")
+                res = subprocess.run([sys.executable, "-B", "-m", "loadlib", name, "--help"],
+                                     cwd=LOADTESTS, capture_output=True, text=True, timeout=60)
+                self.assertEqual(res.returncode, 0, res.stderr)
+                self.assertIn("usage:", res.stdout)
+        res = self.run_script(os.path.join(LOADTESTS, "notesd-loadtests"), "no-such-command")
+        self.assertEqual(res.returncode, 2)
+        self.assertIn("unknown command", res.stderr)
 
     def test_tests_and_the_rest_leave_sys_path_alone(self):
         """The tests (every file under tests/, run as modules from loadtests/) and all
@@ -303,28 +376,85 @@ class EntryPoints(unittest.TestCase):
             elif os.path.basename(rel).startswith("test_"):
                 self.assertEqual(first, "tests", f"{rel}: a test outside tests/")
 
-    def test_every_command_runs_as_a_module(self):
-        """`python3 -m loadlib.commands.<name>` runs the command (run.sh and analyze.py run
-        theirs so): a module-level `if __name__ == "__main__":` that calls main()."""
-        for module in ENTRY_POINTS.values():
-            tree = parsed(os.path.join(LOADTESTS, *module.split(".")) + ".py")
-            blocks = [n for n in tree.body if isinstance(n, ast.If)
-                      and "'__main__'" in ast.dump(n.test) and "__name__" in ast.dump(n.test)]
-            calls = {c.func.id for b in blocks for c in ast.walk(b)
-                     if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
-            self.assertIn("main", calls, f"{module} has no `if __name__ == \"__main__\": main()`")
-
     def test_pyproject_declares_the_package_and_every_command(self):
         with open(os.path.join(LOADTESTS, "pyproject.toml"), "rb") as f:
             project = tomllib.load(f)
         self.assertEqual(project["tool"]["setuptools"]["packages"]["find"]["include"], ["loadlib*"])
-        self.assertEqual(project["project"]["dependencies"], [])          # standard library only
         scripts = project["project"]["scripts"]
-        self.assertEqual(set(scripts.values()), {f"{m}:main" for m in ENTRY_POINTS.values()})
-        for target in scripts.values():
-            module = target.split(":")[0]
-            path = os.path.join(LOADTESTS, *module.split(".")) + ".py"
-            self.assertIn("main", {n.name for n in definitions(parsed(path))}, target)
+        # every console script is entry.py's: notesd-loadtests, and one per command
+        self.assertEqual(scripts, {name: "loadlib.entry:console_script"
+                                   for name in ["notesd-loadtests", *SCRIPTS]})
+        self.assertEqual(set(SCRIPTS.values()), set(COMMANDS))
+
+
+def third_party_imports():
+    """{top-level module: {files importing it}} of every import from outside the standard
+    library, in the package (scope "run") and in the tests (scope "test")."""
+    found = {"run": {}, "test": {}}
+    for rel, path in python_files():
+        if path is None or rel.startswith(NOT_OURS):
+            continue
+        scope = "test" if rel.split(os.sep)[0] == "tests" else "run"
+        for node in ast.walk(parsed(path)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            for top in {n.split(".")[0] for n in names}:
+                if top not in sys.stdlib_module_names and top not in OURS:
+                    found[scope].setdefault(top, set()).add(rel)
+    return found
+
+
+class Dependencies(unittest.TestCase):
+    def setUp(self):
+        with open(os.path.join(LOADTESTS, "pyproject.toml"), "rb") as f:
+            self.project = tomllib.load(f)["project"]
+        with open(os.path.join(LOADTESTS, "pyproject.toml")) as f:
+            self.text = f.read()
+
+    @staticmethod
+    def name(requirement):
+        """The distribution a requirement names, normalised (PEP 503)."""
+        return re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9_.-]+", requirement).group(0)).lower()
+
+    def distributions(self, modules):
+        """{normalised distribution: [modules]} of the installed distributions that provide
+        the modules (all of them are installed where the tests run: Debian's packages)."""
+        provided = importlib.metadata.packages_distributions()
+        out = {}
+        for module in modules:
+            self.assertIn(module, provided, f"{module} is imported but no installed package provides it")
+            for dist in provided[module]:
+                out.setdefault(self.name(dist), []).append(module)
+        return out
+
+    def test_every_import_outside_the_standard_library_is_declared(self):
+        found = third_party_imports()
+        runtime = {self.name(r) for r in self.project["dependencies"]}
+        tests = {self.name(r) for r in self.project["optional-dependencies"]["test"]}
+        self.assertEqual(set(self.distributions(found["run"])), runtime,
+                         f"what loadlib and its scripts import: {found['run']}")
+        test_only = set(self.distributions(found["test"])) - runtime
+        self.assertEqual(test_only, tests, f"what the tests import: {found['test']}")
+
+    def test_each_dependency_says_which_debian_package_it_comes_from(self):
+        declared = self.project["dependencies"] + self.project["optional-dependencies"]["test"]
+        self.assertGreaterEqual(len(declared), 2)
+        for requirement in declared:
+            line = next(l for l in self.text.splitlines() if f'"{requirement}"' in l)
+            self.assertRegex(line, r"# python3-[a-z0-9-]+", f"{requirement}: from which Debian package?")
+            # that package, or the one that brings it (python3-numpy comes with python3-scipy),
+            # is one CI installs
+            named = set(re.findall(r"python3-[a-z0-9-]+", line.split("#", 1)[1]))
+            self.assertTrue(named & self.ci_packages(), f"{requirement}: none of {sorted(named)} "
+                                                        "is among .ci/run's packages")
+
+    def ci_packages(self):
+        with open(os.path.join(LOADTESTS, "..", ".ci", "run")) as f:
+            return set(re.findall(r"(?<![\w-])python3-[a-z0-9-]+", f.read()))
 
 
 if __name__ == "__main__":

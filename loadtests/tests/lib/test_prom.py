@@ -45,6 +45,19 @@ class Parsing(unittest.TestCase):
         self.assertEqual(plain, [("h_bucket", {"le": "0.1"}, 4.0)])
         self.assertEqual(with_exemplar, plain)
 
+    def test_openmetrics_timestamps_and_exemplars_next_to_odd_label_values(self):
+        # OpenMetrics writes a sample's time in seconds with a fraction (the text format: ms)
+        self.assertEqual(prom.parse_metrics('g 1 1700000000.25\nh{a="1"} 2 -5\n'),
+                         [("g", {}, 1.0), ("h", {"a": "1"}, 2.0)])
+        # a `}` or ` # {` inside a quoted value is the value's, not the end of the set or an exemplar
+        self.assertEqual(prom.parse_metrics('m{a="x # {y} z",b="}"} 4 # {trace_id="q"} 1 2.5\n'),
+                         [("m", {"a": "x # {y} z", "b": "}"}, 4.0)])
+        self.assertEqual(prom.parse_metrics('m{a="#"} 4\n'), [("m", {"a": "#"}, 4.0)])
+        # the whole page notesd sends an OpenMetrics scraper: exemplars on some buckets
+        samples = prom.read_metrics(os.path.join(FIX, "notesd-openmetrics.txt"))
+        buckets = prom.series(samples, "http_request_duration_seconds_bucket")
+        self.assertTrue(all(set(dict(k)) == {"method", "path", "status_code", "le"} for k in buckets))
+
     def test_empty_label_set_and_trailing_comma(self):
         self.assertEqual(prom.parse_metrics("a{} 1\nb{x=\"1\",} 2\n"),
                          [("a", {}, 1.0), ("b", {"x": "1"}, 2.0)])

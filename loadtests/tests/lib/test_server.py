@@ -16,7 +16,7 @@ import time
 import unittest
 
 
-from loadlib import httpc, procs, server
+from loadlib import httpc, paths, procs, server
 from loadlib.sampler import RssSampler
 
 
@@ -183,7 +183,7 @@ class UnderTest(unittest.TestCase):
 
 class Targets(unittest.TestCase):
     def test_commands(self):
-        self.assertEqual(server.target_command("notesd", "/x/notesd"), (["/x/notesd"], server.REPO))
+        self.assertEqual(server.target_command("notesd", "/x/notesd"), (["/x/notesd"], paths.REPO))
         argv, cwd = server.target_command("deno", "/x/notesd")
         self.assertEqual((argv[1:], cwd), (["run", "-A", "server.js"], server.PEER_DIR))
         self.assertEqual(os.path.basename(argv[0]), "deno")

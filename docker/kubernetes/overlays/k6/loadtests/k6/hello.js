@@ -20,7 +20,8 @@
 //   MAX_DURATION   longest the measured scenario may take     (30m)
 //   RT, ROUND, TESTID tags; SUMMARY: write summary JSON to this file
 
-import { env, envInt, parseDuration, runTags, makeIteration, SUMMARY_TREND_STATS, SYSTEM_TAGS } from './lib/k6run.js';
+import { env, envInt, parseDuration, makeIteration } from './lib/k6run.js';
+import { httpOptions, sharedIterations, STRICT_THRESHOLDS } from './lib/options.js';
 import { summaryOutputs } from './lib/summary.js';
 
 const SPEC = JSON.parse(open('../mixes.json'));
@@ -32,36 +33,17 @@ const WARMUP_WINDOW = env('WARMUP_WINDOW', '10s');
 const MAX_DURATION = env('MAX_DURATION', '30m');
 parseDuration(WARMUP_WINDOW);
 
-/** @type {import('k6/options').Options} */
-export const options = {
-  scenarios: {
-    warmup: {
-      executor: 'shared-iterations',
-      vus: Math.min(WARMUP_VUS, WARMUP),
-      iterations: WARMUP,
-      maxDuration: WARMUP_WINDOW,
-      gracefulStop: '0s',
-    },
-    measure: {
-      executor: 'shared-iterations',
-      vus: Math.min(VUS, ITERATIONS),
-      iterations: ITERATIONS,
-      startTime: WARMUP_WINDOW,
-      maxDuration: MAX_DURATION,
-    },
-  },
-  tags: runTags('hello'),
-  discardResponseBodies: true,
-  summaryTrendStats: SUMMARY_TREND_STATS,
-  systemTags: SYSTEM_TAGS,
+export const options = httpOptions('hello', {
+  warmup: sharedIterations(WARMUP_VUS, WARMUP, WARMUP_WINDOW, { gracefulStop: '0s' }),
+  measure: sharedIterations(VUS, ITERATIONS, MAX_DURATION, { startTime: WARMUP_WINDOW }),
+}, {
   thresholds: {
-    http_req_failed: ['rate==0'],
-    checks: ['rate==1'],
+    ...STRICT_THRESHOLDS,
     // always true; they make k6 report the measured scenario on its own
     'http_req_duration{scenario:measure}': ['max>=0'],
     'http_reqs{scenario:measure}': ['count>=0'],
   },
-};
+});
 
 const iteration = makeIteration(SPEC, 'hello');
 

@@ -16,32 +16,17 @@
 //   MAX_DURATION  longest the run may take           (30m)
 //   RT, ROUND, TESTID tags; SUMMARY: write summary JSON to this file
 
-import { env, envInt, runTags, makeIteration, SUMMARY_TREND_STATS, SYSTEM_TAGS } from './lib/k6run.js';
+import { env, envInt, makeIteration } from './lib/k6run.js';
+import { httpOptions, sharedIterations } from './lib/options.js';
 import { summaryOutputs } from './lib/summary.js';
 
 const SPEC = JSON.parse(open('../mixes.json'));
 const VUS = envInt('VUS', 100);
 const ITERATIONS = envInt('ITERATIONS', 1000000);
 
-/** @type {import('k6/options').Options} */
-export const options = {
-  scenarios: {
-    static: {
-      executor: 'shared-iterations',
-      vus: Math.min(VUS, ITERATIONS),
-      iterations: ITERATIONS,
-      maxDuration: env('MAX_DURATION', '30m'),
-    },
-  },
-  tags: runTags('static'),
-  discardResponseBodies: true,
-  summaryTrendStats: SUMMARY_TREND_STATS,
-  systemTags: SYSTEM_TAGS,
-  thresholds: {
-    http_req_failed: ['rate==0'],
-    checks: ['rate==1'],
-  },
-};
+export const options = httpOptions('static', {
+  static: sharedIterations(VUS, ITERATIONS, env('MAX_DURATION', '30m')),
+});
 
 const iteration = makeIteration(SPEC, 'static');
 

@@ -16,32 +16,15 @@
 //
 // Thresholds mark any failed request; they do not stop the ramp.
 
-import { env, parseStages, runTags, makeIteration, SUMMARY_TREND_STATS, SYSTEM_TAGS } from './lib/k6run.js';
+import { env, parseStages, makeIteration } from './lib/k6run.js';
+import { httpOptions, rampingVus } from './lib/options.js';
 import { summaryOutputs } from './lib/summary.js';
 
 const SPEC = JSON.parse(open('../mixes.json'));
 const STAGES = parseStages(env('STAGES', '2m:2500,3m:10000,2m:10000,30s:0'));
 const TIMEOUT = env('TIMEOUT', '60s');
 
-/** @type {import('k6/options').Options} */
-export const options = {
-  scenarios: {
-    status: {
-      executor: 'ramping-vus',
-      startVUs: 0,
-      stages: STAGES,
-      gracefulRampDown: env('GRACEFUL_RAMP_DOWN', '30s'),
-    },
-  },
-  tags: runTags('status'),
-  discardResponseBodies: true,
-  summaryTrendStats: SUMMARY_TREND_STATS,
-  systemTags: SYSTEM_TAGS,
-  thresholds: {
-    http_req_failed: ['rate==0'],
-    checks: ['rate==1'],
-  },
-};
+export const options = httpOptions('status', { status: rampingVus(STAGES, '30s') });
 
 const iteration = makeIteration(SPEC, 'status', { timeout: TIMEOUT });
 

@@ -30,7 +30,8 @@
 
 import { WebSocket } from 'k6/websockets';
 import { Counter, Trend } from 'k6/metrics';
-import { env, envInt, baseUrl, runTags, SUMMARY_TREND_STATS } from './lib/k6run.js';
+import { env, envInt, baseUrl } from './lib/k6run.js';
+import { sharedIterations, streamOptions } from './lib/options.js';
 import { summaryOutputs } from './lib/summary.js';
 
 const VUS = envInt('VUS', 10);
@@ -47,20 +48,9 @@ const gaps = new Counter('notesd_ws_feed_gaps');
 const closes = {};
 for (const code of ['1000', '1001', '1008', '1009', 'other']) closes[code] = new Counter(`notesd_ws_close_${code}`);
 
-/** @type {import('k6/options').Options} */
-export const options = {
-  scenarios: {
-    feed: {
-      executor: 'shared-iterations',
-      vus: Math.min(VUS, ITERATIONS),
-      iterations: ITERATIONS,
-      maxDuration: env('MAX_DURATION', '10m'),
-    },
-  },
-  tags: runTags('ws-feed'),
-  summaryTrendStats: SUMMARY_TREND_STATS,
-  thresholds: { notesd_ws_feed_gaps: ['count==0'] },
-};
+export const options = streamOptions('ws-feed', {
+  feed: sharedIterations(VUS, ITERATIONS, env('MAX_DURATION', '10m')),
+}, { notesd_ws_feed_gaps: ['count==0'] });
 
 // @types/k6 2.2.0 types the event name as an enum k6 does not export at run time: the
 // names are the strings k6 documents

@@ -1,14 +1,11 @@
-// What the k6 scripts share: reading -e variables, the common options, and
-// one iteration that sends the request lib/mix.js describes.
+// What the k6 scripts share: reading -e variables, durations and stages, and one
+// iteration that sends the request lib/mix.js describes (their common options,
+// the run's tags among them, are lib/options.js's).
 // This module imports k6 and so runs only under k6 (test_mix.mjs stubs it).
 
 import http from 'k6/http';
 import { check } from 'k6';
 import { createMix } from './mix.js';
-
-export const SUMMARY_TREND_STATS = ['avg', 'p(50)', 'p(95)', 'p(99)', 'p(99.9)', 'max'];
-// no `url` tag: every /notes/{id} would become its own Prometheus series
-export const SYSTEM_TAGS = ['status', 'method', 'name', 'scenario', 'expected_response', 'check'];
 
 // __ENV[name], or fallback when unset or empty.
 /** @param {string} name @param {string} fallback @returns {string} */
@@ -79,32 +76,6 @@ export function targetAt(stages, seconds, startVUs = 0) {
     from = st.target;
   }
   return from;
-}
-
-// The tags every sample of a run carries (runtime, round, mode, testid); unset
-// RT, ROUND or TESTID are left out rather than sent empty.
-// testid comes from -e TESTID (or the environment), not from `k6 run --tag
-// testid=...`: a --tag on the command line replaces options.tags instead of
-// adding to them, so samples pushed to Prometheus would lose runtime, mode and
-// round, and with them every dashboard panel that selects runtime.
-/** @returns {Record<string, string>} */
-export function runTags(mode) {
-  /** @type {Record<string, string>} */
-  const tags = {};
-  if (env('RT', '')) tags.runtime = env('RT', '');
-  if (env('ROUND', '')) tags.round = env('ROUND', '');
-  tags.mode = mode;
-  if (env('TESTID', '')) tags.testid = env('TESTID', '');
-  return tags;
-}
-
-export function commonOptions(mode) {
-  return {
-    tags: runTags(mode),
-    discardResponseBodies: true,
-    summaryTrendStats: SUMMARY_TREND_STATS,
-    systemTags: SYSTEM_TAGS,
-  };
 }
 
 // One k6 iteration: draw a request from the mix, send it, check its status.

@@ -1,0 +1,15 @@
+"""bench: notesd against its limits (h2o, pgbench) and its peers; --compare against another build.
+
+command.py         the run's state and options, the phases in order, bench.json, report.md
+subjects.py        what runs where: subjects, tests, CPUs, ports, command lines
+setup.py           before the rounds: tools, notesd's copy, peers, database, units, preflight
+runs.py            the rounds and their records; the start-up series
+figures.py         medians and ranges, pairs, ratios, targets, limits, the ceiling, scaling
+headline.py        the headline figures (bench.d/README.md's table), each with its range
+report.py          the Markdown report, one function per section
+sweep.py           --sweep: 1 to 1000 connections
+netns.py           --netns: three network namespaces with a delay per link
+revisions.py       --compare's two builds
+compare.py         --compare: the cases, the interleaved schedule, the runs, callgrind
+compare_report.py  --compare's figures, verdicts and report from bench.json alone
+"""

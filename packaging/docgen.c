@@ -206,10 +206,11 @@ static void print_markdown(FILE *out)
             fprintf(out, "`%s`", doc.def);
         else
             md_cell(out, doc.def);
-        if (doc.has_range)
-            fprintf(out, " (%ld..%ld)", doc.min, doc.max);
         fputs(" | ", out);
         md_cell(out, doc.text);
+        /* After the text: other pages read the default column as one value. */
+        if (doc.has_range)
+            fprintf(out, " (`%ld` to `%ld`)", doc.min, doc.max);
         fputs(" |\n", out);
     }
 }

@@ -17,14 +17,20 @@ libraries), and in that root, through chroot:
   - notesd, with the package's settings file, serves the test suite's
     PostgreSQL (a note, and the packaged static file, byte for byte) and
     exits 0 on SIGTERM;
+  - booted with systemd-nspawn (systemd 252 as the root's PID 1, the host's
+    network), notesd.service enabled with DB_URL in its settings file: systemd
+    counts it started once READY=1 came (its STATUS= shown), it runs as a
+    dynamic user with no capability, no new privileges and a seccomp filter,
+    its descriptor limit and MAX_CONNECTIONS agree, it serves a note and
+    /readyz, and `systemctl stop` ends it with status 0;
   - `dpkg --purge notesd` removes it, its settings file with it.
 
 The root's base is cached as a tarball in /var/cache/notesd-test
 (NOTESD_DOCKER_CACHE), beside the container tests' base, and so are the
 packages apt downloads; a later run only unpacks it (a few seconds) and
 installs from the cache. Exit status: 0 passed, 1 failed, 77 (skip) where
-mmdebstrap cannot run: no mmdebstrap, not root (chroot needs it), or the
-Debian mirror out of reach.
+mmdebstrap cannot run: no mmdebstrap or systemd-nspawn, not root (chroot and
+nspawn need it), or the Debian mirror out of reach.
 """
 import fcntl
 import glob
@@ -44,6 +50,7 @@ import pkglib as lib
 sys.path.insert(0, os.path.join(lib.REPO, "docker", "tests"))
 sys.path.insert(0, os.path.join(lib.REPO, "tests", "integration"))
 import engine  # noqa: E402  (the cache directory and the Debian sources of the container tests)
+import notes_testlib  # noqa: E402  (the suite's PostgreSQL, free ports)
 
 BUILD = os.path.abspath(os.environ.get("NOTESD_BUILD_DIR") or os.path.join(lib.REPO, "build"))
 MIRROR_RELEASE = "http://deb.debian.org/debian/dists/bookworm/Release"
@@ -136,11 +143,108 @@ def serve_from_root(c, root, db_url):
         proc.stdout.close()
 
 
+# A unit the booted root runs after notesd.service: it writes what systemd and
+# /proc say of the service, and what it answers, to /probe.out, stops the
+# service and powers the root off. bash's /dev/tcp speaks HTTP: minbase has no curl.
+PROBE_UNIT = r"""[Unit]
+Description=what notesd.service looks like from inside
+After=notesd.service
+Wants=notesd.service
+
+[Service]
+Type=oneshot
+ExecStart=/bin/bash /probe.sh
+ExecStartPost=/bin/systemctl poweroff --no-block
+
+[Install]
+WantedBy=multi-user.target
+"""
+PROBE_SCRIPT = r"""exec >/probe.out 2>&1
+get() { # PORT PATH: the status line of GET PATH
+  exec 3<>/dev/tcp/127.0.0.1/$1 && printf 'GET %s HTTP/1.0\r\n\r\n' "$2" >&3 &&
+    IFS= read -r -t 10 line <&3 && exec 3<&- && echo "${line%$'\r'}"
+}
+systemctl show notesd -p ActiveState -p SubState -p StatusText -p NRestarts -p Type
+pid=$(systemctl show -p MainPID --value notesd)
+grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/$pid/status | sed -E 's/:\s+/=/; s/\s+/ /g'
+echo "NoFile=$(awk '/^Max open files/ {print $4}' /proc/$pid/limits)"
+echo "Notes1=$(get @PORT@ /notes/1)"
+echo "Readyz=$(get @METRICS_PORT@ /readyz)"
+echo "Line=$(journalctl -u notesd -o cat --no-pager | grep -m1 'listening on')"
+systemctl stop notesd
+systemctl show notesd -p Result -p ExecMainStatus -p ActiveState | sed 's/^/Stopped/'
+"""
+
+
+def boot_and_probe(c, root, db_url):
+    """Boots the root with systemd-nspawn, notesd.service enabled, and checks
+    what the probe unit wrote."""
+    port, metrics_port = notes_testlib.free_port(), notes_testlib.free_port()
+    settings = os.path.join(root, "etc", "default", "notesd")
+    with open(settings, "a") as f:
+        f.write(f"DB_URL={db_url}\nHOST=127.0.0.1\nPORT={port}\n"
+                f"METRICS_HOST=127.0.0.1\nMETRICS_PORT={metrics_port}\n")
+    units = os.path.join(root, "etc", "systemd", "system")
+    with open(os.path.join(units, "probe.service"), "w") as f:
+        f.write(PROBE_UNIT)
+    with open(os.path.join(root, "probe.sh"), "w") as f:
+        f.write(PROBE_SCRIPT.replace("@PORT@", str(port)).replace("@METRICS_PORT@", str(metrics_port)))
+    wants = os.path.join(units, "multi-user.target.wants")
+    os.makedirs(wants, exist_ok=True)
+    os.symlink("/usr/lib/systemd/system/notesd.service", os.path.join(wants, "notesd.service"))
+    os.symlink("/etc/systemd/system/probe.service", os.path.join(wants, "probe.service"))
+    # No systemd runs on the host: nothing to register with, no scope to ask for.
+    t0 = time.monotonic()
+    r = lib.run(["systemd-nspawn", "--directory", root, "--boot", "--register=no", "--keep-unit",
+                 "--quiet"], check=False, timeout=300, env={"SYSTEMD_COLORS": "0"})
+    probe = {}
+    try:
+        with open(os.path.join(root, "probe.out")) as f:
+            out = f.read()
+        probe = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    except OSError:
+        out = "(no /probe.out)"
+    print(f"booted, probed and powered off in {time.monotonic() - t0:.1f} s (nspawn exit {r.returncode}):")
+    print(out, flush=True)
+    c.check("nspawn: the root booted and powered off", r.returncode == 0 and probe,
+            r.stdout[-1500:] + r.stderr[-1500:])
+    if not probe:
+        return
+    c.check("systemd: notesd.service active (running), Type=notify",
+            (probe.get("ActiveState"), probe.get("SubState"), probe.get("Type")) ==
+            ("active", "running", "notify"), probe)
+    c.check("systemd shows notesd's STATUS= line",
+            probe.get("StatusText") == f"API on port {port}, 1 loop(s)", probe.get("StatusText"))
+    c.check("no restart", probe.get("NRestarts") == "0", probe.get("NRestarts"))
+    uids = set(probe.get("Uid", "0").split())
+    c.check("a dynamic user (UID 61184-65519)",
+            len(uids) == 1 and 61184 <= int(uids.pop()) <= 65519, probe.get("Uid"))
+    c.check("no capability, not even in the bounding set",
+            probe.get("CapEff") == probe.get("CapBnd") == "0000000000000000",
+            (probe.get("CapEff"), probe.get("CapBnd")))
+    c.check("no new privileges, a seccomp filter",
+            probe.get("NoNewPrivs") == "1" and probe.get("Seccomp") == "2", probe)
+    # LimitNOFILE=65536, or the host's hard limit where systemd may not raise it.
+    m = re.search(r"max connections (\d+)", probe.get("Line", ""))
+    nofile = int(probe.get("NoFile", "0"))
+    c.check("MAX_CONNECTIONS is the descriptor limit less 78, as the unit's comment says",
+            m and nofile - int(m.group(1)) == 78, f"limit {nofile}: {probe.get('Line')}")
+    c.check("GET /notes/1 answered 200", probe.get("Notes1", "").startswith("HTTP/1.1 200"),
+            probe.get("Notes1"))
+    c.check("GET /readyz answered 200 (the database reached)",
+            probe.get("Readyz", "").startswith("HTTP/1.1 200"), probe.get("Readyz"))
+    c.check("systemctl stop: exit status 0",
+            (probe.get("StoppedResult"), probe.get("StoppedExecMainStatus"),
+             probe.get("StoppedActiveState")) == ("success", "0", "inactive"), probe)
+
+
 def main():
     if not shutil.which("mmdebstrap"):
         lib.skip("mmdebstrap is missing (Debian package mmdebstrap)")
+    if not shutil.which("systemd-nspawn"):
+        lib.skip("systemd-nspawn is missing (Debian package systemd-container)")
     if os.geteuid() != 0:
-        lib.skip("the root is entered with chroot, which needs root")
+        lib.skip("the root is entered with chroot and systemd-nspawn, which need root")
     try:
         urllib.request.urlopen(MIRROR_RELEASE, timeout=15).close()
     except OSError as e:
@@ -149,7 +253,6 @@ def main():
     if len(debs) != 1:
         raise SystemExit(f"FAIL no package in {BUILD}/package-test (packaging/tests/test_deb.py makes it)")
     deb = debs[0]
-    import notes_testlib
     db_url = notes_testlib.create_database("package_root")
 
     c = lib.Checks()
@@ -198,6 +301,7 @@ def main():
                 figure and figure.group(1) == stated, r.stdout[-500:] + r.stderr)
 
         serve_from_root(c, root, db_url)
+        boot_and_probe(c, root, db_url)
 
         r = in_root(root, "dpkg --purge notesd", check=False)
         left = [p for p in ("usr/bin/notesd", "etc/default/notesd", "usr/lib/systemd/system/notesd.service",

@@ -85,7 +85,7 @@ def check_man_lists_help(man_text, rows):
         end = flat.index(entries[following] + " ", start) if following < len(entries) else None
         body = flat[start:end]
         wanted = "Required" if default == "required" else f"Default: {default}"
-        if wanted not in body:
+        if not re.search(re.escape(wanted) + r"[.;:]", body):
             failures.append(f"--{flag}: the man page does not say '{wanted}': {body[:200]}")
     if len(entries) != len(rows):
         failures.append(f"the man page has {len(entries)} option entries, --help {len(rows)}")

@@ -20,10 +20,10 @@
  *
  * SIGTERM or SIGINT: every loop stops accepting, lets its in-flight requests
  * (and their queued queries) finish for up to SHUTDOWN_TIMEOUT_MS, closes its
- * pool; then the process exits 0. systemd hears STOPPING=1 when the first signal
- * arrives. A second signal exits at once. Signals arrive
- * through a signalfd on loop 0, so no handler runs in the middle of a
- * callback; loop 0 tells the others through an eventfd each.
+ * pool; then the process exits 0. systemd hears STOPPING=1 when the first
+ * signal arrives. A second signal exits at once. Signals arrive through a
+ * signalfd on loop 0, so no handler runs in the middle of a callback; loop 0
+ * tells the others through an eventfd each.
  *
  * Out of memory: allocation failures abort (h2o already does so underneath
  * us); recovering per request would only be half a policy.
@@ -409,7 +409,8 @@ int main(int argc, char **argv)
               cfg->host, server.api_port, cfg->h2c ? " (h2c too)" : "", tls, cfg->metrics_host,
               server.metrics_port, server.nloops, cfg->pool_max,
               cfg->prepared ? "prepared" : "unnamed", pipeline, max_connections, db);
-    /* Every listener is bound and every loop runs: a Type=notify service is started. */
+    /* Every listener is bound and every loop's thread started: connections are
+     * accepted from here on, so a Type=notify service is started. */
     char ready[160];
     snprintf(ready, sizeof(ready), "READY=1\nSTATUS=API on port %d, %d loop(s)", server.api_port,
              server.nloops);

@@ -13,10 +13,11 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 
 # What building and running need (zlib and Brotli's decoder inflate request bodies; wslay
-# frames the WebSocket routes).
+# frames the WebSocket routes; file lets `cpack -G DEB` find the binary it hands to
+# dpkg-shlibdeps, which build-essential's dpkg-dev brings).
 PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-dev libssl-dev
           zlib1g-dev libbrotli-dev libwslay-dev postgresql postgresql-contrib curl ca-certificates
-          openssl)
+          openssl file)
 # What the tests add: Debian's python3 with psycopg2 (and brotli, to compress test
 # bodies; prometheus-client and scipy, the references loadlib's own Prometheus parser and
 # bench --compare's statistics are held to), promtool, clang for sanitizers and
@@ -26,13 +27,16 @@ PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-
 # curl and openssl, which calibrate's HTTP/2 checks also use, are among the packages
 # above), iproute2 for the benchmark's namespaces; python3-h2 and slowhttptest for the
 # hostile-client tests; chromium for the status page's test (headless, driven over its
-# DevTools Protocol); for docker/: the engine (docker.io), mmdebstrap for the Debian
-# base image, Compose v1, and kubectl for rendering docker/kubernetes/ (Debian's
-# kubernetes-client only where no kubectl is on PATH: a newer one is not replaced).
+# DevTools Protocol); for packaging/: lintian, man-db for `man`, systemd for
+# systemd-analyze, systemd-container for systemd-nspawn; for docker/: the engine
+# (docker.io), mmdebstrap for the Debian base image, Compose v1, and kubectl for rendering
+# docker/kubernetes/ (Debian's kubernetes-client only where no kubectl is on PATH: a newer
+# one is not replaced).
 TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml python3-brotli python3-prometheus-client
                python3-scipy prometheus clang libclang-rt-14-dev clang-format wrk valgrind
                docker-compose graphviz docker.io mmdebstrap nghttp2-client apache2-utils hey siege
-               httperf python3-locust tsung iproute2 python3-h2 slowhttptest chromium)
+               httperf python3-locust tsung iproute2 python3-h2 slowhttptest chromium lintian
+               man-db systemd systemd-container)
 command -v kubectl >/dev/null || TEST_PACKAGES+=(kubernetes-client)
 # npm installs the peer runtimes the image test wraps into stand-ins of the peer
 # images' bases (a Node.js from outside Debian ships its own npm, and conflicts

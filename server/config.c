@@ -1,13 +1,17 @@
 /*
- * config.c - the option table, environment and command-line parsing, --help.
+ * config.c - the option table, environment and command-line parsing, --help, --version.
  *
  * Owns the one table of settings. Adding a setting means adding a field to
- * notesd_config_t and one row here; --help and parsing follow from the row.
+ * notesd_config_t and one row here; --help, parsing, the man page and the
+ * settings table of docs/configuration.md follow from the row (the last two
+ * through packaging/docgen.c, which reads the rows with config_option_doc).
  */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <h2o/version.h>
+#include <libpq-fe.h>
 #include "config.h"
 #include "log.h"
 
@@ -19,14 +23,19 @@ static notesd_config_t loaded;
 /* OPT_CHOICE: one of the words of `choices` ("a|b"), stored as its index. */
 enum opt_type { OPT_STRING, OPT_INT, OPT_BOOL, OPT_LOG_LEVEL, OPT_PORT_OR_AUTO, OPT_CHOICE };
 
+/* `help` is the line --help prints; `text`, when the documentation says more,
+ * is what the man page and docs/configuration.md print instead (Markdown's
+ * `code` and [links](page.md#anchor), links relative to docs/). */
 struct option_row {
     const char *flag; /* without the leading "--" */
     const char *env;
     enum opt_type type;
-    size_t offset;   /* of the field in notesd_config_t */
-    const char *def; /* default, as text; NULL = unset */
-    long min, max;   /* bounds for OPT_INT */
+    size_t offset;       /* of the field in notesd_config_t */
+    const char *def;     /* default, as text; NULL = unset */
+    const char *def_doc; /* what the documentation says of an unset default */
+    long min, max;       /* bounds for OPT_INT and OPT_PORT_OR_AUTO */
     const char *help;
+    const char *text;
     const char *choices; /* OPT_CHOICE's words, in the order of their values */
 };
 
@@ -34,78 +43,305 @@ struct option_row {
 
 /* Alphabetical by flag, like --help prints them. */
 static const struct option_row options[] = {
-    {"client-timeout-ms", "CLIENT_TIMEOUT_MS", OPT_INT, FIELD(client_timeout_ms), "10000", 1,
-     INT_MAX, "a client gets this long to send a request, and to stay idle on keep-alive"},
-    {"db-url", "DB_URL", OPT_STRING, FIELD(db_url), NULL, 0, 0,
-     "libpq connection URI of the notes database"},
-    {"h2c", "H2C", OPT_BOOL, FIELD(h2c), "0", 0, 0,
-     "also speak HTTP/2 over cleartext on the API port (prior knowledge or Upgrade: h2c)"},
-    {"half-close", "HALF_CLOSE", OPT_CHOICE, FIELD(half_close), "abort", 0, 0,
-     "a client that shut down its sending side before an answer that waited: abort (as Node: "
-     "no answer) or answer it",
-     "abort|answer"},
-    {"host", "HOST", OPT_STRING, FIELD(host), "0.0.0.0", 0, 0, "address the API listens on"},
-    {"lag-interval-ms", "LAG_INTERVAL_MS", OPT_INT, FIELD(lag_interval_ms), "100", 1, 60000,
-     "period of the event-loop lag probe"},
-    {"log-level", "LOG_LEVEL", OPT_LOG_LEVEL, FIELD(log_level), "info", 0, 0,
-     "error, warn, info or debug"},
-    {"max-body-bytes", "MAX_BODY_BYTES", OPT_INT, FIELD(max_body_bytes), "102400", 1,
-     64 * 1024 * 1024,
-     "request bodies larger than this get 413 (express.json's 100kb), held while they are read: "
-     "on the wire and inflated"},
-    {"max-connections", "MAX_CONNECTIONS", OPT_INT, FIELD(max_connections), NULL, 1, INT_MAX,
-     "most open API connections, plain and TLS, all loops together; at the limit new clients "
-     "wait in the kernel's backlog [RLIMIT_NOFILE - 2 x POOL_MAX - 7 x THREADS (8 with TLS) - 31 "
-     "(22 without the metrics port)]"},
-    {"metrics-host", "METRICS_HOST", OPT_STRING, FIELD(metrics_host), "0.0.0.0", 0, 0,
-     "address the metrics port listens on"},
-    {"metrics-port", "METRICS_PORT", OPT_PORT_OR_AUTO, FIELD(metrics_port), "9091", 0, 65535,
-     "port of /metrics, /healthz and /readyz; 0 turns it off, auto takes a free one"},
-    {"pipeline", "PIPELINE_DEPTH", OPT_INT, FIELD(pipeline_depth), "0", 0, 256,
-     "libpq pipeline mode: up to this many queries in flight per connection; 0 = off"},
-    {"pool-acquire-timeout-ms", "POOL_ACQUIRE_TIMEOUT_MS", OPT_INT, FIELD(pool_acquire_timeout_ms),
-     "10000", 0, INT_MAX, "longest wait for a database connection (503 after); 0 = forever"},
-    {"pool-connect-timeout-ms", "POOL_CONNECT_TIMEOUT_MS", OPT_INT, FIELD(pool_connect_timeout_ms),
-     "5000", 1, INT_MAX, "longest time to open a database connection"},
-    {"pool-idle-timeout-ms", "POOL_IDLE_TIMEOUT_MS", OPT_INT, FIELD(pool_idle_timeout_ms), "10000",
-     1, INT_MAX, "an idle database connection is closed after this long"},
-    {"pool-max", "POOL_MAX", OPT_INT, FIELD(pool_max), "20", 1, 1000,
-     "most database connections open at once"},
-    {"pool-queue-max", "POOL_QUEUE_MAX", OPT_INT, FIELD(pool_queue_max), "10000", 0, INT_MAX,
-     "most requests waiting for a connection (503 beyond); 0 = no bound"},
-    {"port", "PORT", OPT_INT, FIELD(port), "8080", 0, 65535,
-     "port the API listens on; 0 takes a free one (the start-up line says which)"},
-    {"prepared", "PREPARED", OPT_BOOL, FIELD(prepared), "0", 0, 0,
-     "use named prepared statements instead of node-postgres's unnamed ones"},
-    {"primes-max", "PRIMES_MAX", OPT_INT, FIELD(primes_max), "1000000", 2, INT_MAX,
-     "largest ?below= that /primes accepts (1000000 holds the loop ~0.13 s)"},
-    {"query-timeout-ms", "QUERY_TIMEOUT_MS", OPT_INT, FIELD(query_timeout_ms), "30000", 0, INT_MAX,
-     "deadline of a query (504 after): its statement_timeout on the server, and with --pipeline "
-     "also counted from when it is sent, behind any others; 0 = none"},
-    {"server-timing", "SERVER_TIMING", OPT_BOOL, FIELD(server_timing), "1", 0, 0,
-     "send Server-Timing (db and total time) on API responses; 0 for the peer's exact headers"},
-    {"shutdown-timeout-ms", "SHUTDOWN_TIMEOUT_MS", OPT_INT, FIELD(shutdown_timeout_ms), "5000", 0,
-     INT_MAX, "how long SIGTERM waits for in-flight requests"},
-    {"static-dir", "STATIC_DIR", OPT_STRING, FIELD(static_dir), "static", 0, 0,
-     "directory served under /static/"},
-    {"threads", "THREADS", OPT_INT, FIELD(threads), "1", 1, 64,
-     "event loops, one thread each, sharing the port (SO_REUSEPORT) and POOL_MAX"},
-    {"tls-cert", "TLS_CERT", OPT_STRING, FIELD(tls_cert), NULL, 0, 0,
-     "PEM certificate (chain) of the TLS port"},
-    {"tls-key", "TLS_KEY", OPT_STRING, FIELD(tls_key), NULL, 0, 0,
-     "PEM private key of the TLS port"},
-    {"tls-port", "TLS_PORT", OPT_PORT_OR_AUTO, FIELD(tls_port), "0", 0, 65535,
-     "port of the TLS listener (HTTP/2 and HTTP/1.1 by ALPN); 0 = no TLS, auto takes a free one"},
-    {"ws-idle-timeout-ms", "WS_IDLE_TIMEOUT_MS", OPT_INT, FIELD(ws_idle_timeout_ms), "60000", 1,
-     INT_MAX, "a WebSocket with nothing received or written for this long is closed (1001)"},
-    {"ws-max-fragment-bytes", "WS_MAX_FRAGMENT_BYTES", OPT_INT, FIELD(ws_max_fragment_bytes),
-     "65536", 1, 16777216, "a WebSocket frame from a client longer than this closes it (1009)"},
-    {"ws-max-message-bytes", "WS_MAX_MESSAGE_BYTES", OPT_INT, FIELD(ws_max_message_bytes), "65536",
-     1, 16777216,
-     "a WebSocket message from a client longer than this closes it (1009); also how much may "
-     "wait to be sent before the server stops reading"},
-    {"ws-max-messages", "WS_MAX_MESSAGES", OPT_INT, FIELD(ws_max_messages), "0", 0, INT_MAX,
-     "messages a WebSocket client may send; the next one closes it (1008); 0 = no limit"},
+    {.flag = "client-timeout-ms",
+     .env = "CLIENT_TIMEOUT_MS",
+     .type = OPT_INT,
+     .offset = FIELD(client_timeout_ms),
+     .def = "10000",
+     .min = 1,
+     .max = INT_MAX,
+     .help = "a client gets this long to send a request, and to stay idle on keep-alive",
+     .text = "a client gets this long to send a request, and to stay idle between keep-alive "
+             "requests"},
+    {.flag = "db-url",
+     .env = "DB_URL",
+     .type = OPT_STRING,
+     .offset = FIELD(db_url),
+     .def_doc = "required",
+     .help = "libpq connection URI of the notes database",
+     .text = "libpq connection URI of the notes database (`postgresql://user@host:5432/notes`); "
+             "libpq's `PG*` variables and service file fill in what it leaves out"},
+    {.flag = "h2c",
+     .env = "H2C",
+     .type = OPT_BOOL,
+     .offset = FIELD(h2c),
+     .def = "0",
+     .help = "also speak HTTP/2 over cleartext on the API port (prior knowledge or Upgrade: h2c)",
+     .text = "also speak HTTP/2 over cleartext on the API port: prior knowledge, or "
+             "`Upgrade: h2c` (see [HTTP/2 and TLS](api.md#http2-and-tls))"},
+    {.flag = "half-close",
+     .env = "HALF_CLOSE",
+     .type = OPT_CHOICE,
+     .offset = FIELD(half_close),
+     .def = "abort",
+     .help = "a client that shut down its sending side before an answer that waited: abort (as "
+             "Node: no answer) or answer it",
+     .text = "a client that shut down its sending side (FIN) before an answer that waited: "
+             "`abort`, as Node's HTTP server under Express (no answer, status 0), or `answer` it "
+             "(see [client gone](decisions.md#client-gone))",
+     .choices = "abort|answer"},
+    {.flag = "host",
+     .env = "HOST",
+     .type = OPT_STRING,
+     .offset = FIELD(host),
+     .def = "0.0.0.0",
+     .help = "address the API listens on"},
+    {.flag = "lag-interval-ms",
+     .env = "LAG_INTERVAL_MS",
+     .type = OPT_INT,
+     .offset = FIELD(lag_interval_ms),
+     .def = "100",
+     .min = 1,
+     .max = 60000,
+     .help = "period of the event-loop lag probe"},
+    {.flag = "log-level",
+     .env = "LOG_LEVEL",
+     .type = OPT_LOG_LEVEL,
+     .offset = FIELD(log_level),
+     .def = "info",
+     .help = "error, warn, info or debug",
+     .text = "`error`, `warn`, `info` or `debug`"},
+    {.flag = "max-body-bytes",
+     .env = "MAX_BODY_BYTES",
+     .type = OPT_INT,
+     .offset = FIELD(max_body_bytes),
+     .def = "102400",
+     .min = 1,
+     .max = 64 * 1024 * 1024,
+     .help = "request bodies larger than this get 413 (express.json's 100kb), held while they are "
+             "read: on the wire and inflated",
+     .text = "request bodies larger than this get 413 (express.json's `100kb`), held while they "
+             "are read: a declared `Content-Length` over it is refused from the head, a chunked "
+             "body at it (HTTP/2: the stream is reset), and a compressed body is held to it on "
+             "the wire and inflated (see [request bodies](decisions.md#request-bodies))"},
+    {.flag = "max-connections",
+     .env = "MAX_CONNECTIONS",
+     .type = OPT_INT,
+     .offset = FIELD(max_connections),
+     .def_doc = "RLIMIT_NOFILE - 2 x POOL_MAX - 7 x THREADS (8 with TLS) - 31 (22 without the "
+                "metrics port)",
+     .min = 1,
+     .max = INT_MAX,
+     .help = "most open API connections, plain and TLS, all loops together; at the limit new "
+             "clients wait in the kernel's backlog",
+     .text = "most open API connections, plain and TLS, every loop's together (one limit, not a "
+             "share per loop); beyond it new clients wait in the kernel's backlog (see "
+             "[admission](decisions.md#admission))"},
+    {.flag = "metrics-host",
+     .env = "METRICS_HOST",
+     .type = OPT_STRING,
+     .offset = FIELD(metrics_host),
+     .def = "0.0.0.0",
+     .help = "address the metrics port listens on"},
+    {.flag = "metrics-port",
+     .env = "METRICS_PORT",
+     .type = OPT_PORT_OR_AUTO,
+     .offset = FIELD(metrics_port),
+     .def = "9091",
+     .min = 0,
+     .max = 65535,
+     .help = "port of /metrics, /healthz and /readyz; 0 turns it off, auto takes a free one",
+     .text = "port of `/metrics`, `/healthz`, `/readyz`; `0` turns it off, `auto` takes a free "
+             "port (the start-up line says which)"},
+    {.flag = "pipeline",
+     .env = "PIPELINE_DEPTH",
+     .type = OPT_INT,
+     .offset = FIELD(pipeline_depth),
+     .def = "0",
+     .min = 0,
+     .max = 256,
+     .help = "libpq pipeline mode: up to this many queries in flight per connection; 0 = off",
+     .text = "libpq pipeline mode: up to this many queries in flight per connection; `0` = off"},
+    {.flag = "pool-acquire-timeout-ms",
+     .env = "POOL_ACQUIRE_TIMEOUT_MS",
+     .type = OPT_INT,
+     .offset = FIELD(pool_acquire_timeout_ms),
+     .def = "10000",
+     .min = 0,
+     .max = INT_MAX,
+     .help = "longest wait for a database connection (503 after); 0 = forever",
+     .text = "longest wait for a connection (then 503); `0` = forever"},
+    {.flag = "pool-connect-timeout-ms",
+     .env = "POOL_CONNECT_TIMEOUT_MS",
+     .type = OPT_INT,
+     .offset = FIELD(pool_connect_timeout_ms),
+     .def = "5000",
+     .min = 1,
+     .max = INT_MAX,
+     .help = "longest time to open a database connection",
+     .text = "longest time to open a database connection (libpq enforces its own "
+             "`connect_timeout` only in blocking calls)"},
+    {.flag = "pool-idle-timeout-ms",
+     .env = "POOL_IDLE_TIMEOUT_MS",
+     .type = OPT_INT,
+     .offset = FIELD(pool_idle_timeout_ms),
+     .def = "10000",
+     .min = 1,
+     .max = INT_MAX,
+     .help = "an idle database connection is closed after this long",
+     .text = "an idle connection is closed after this long (pg.Pool's 10 s)"},
+    {.flag = "pool-max",
+     .env = "POOL_MAX",
+     .type = OPT_INT,
+     .offset = FIELD(pool_max),
+     .def = "20",
+     .min = 1,
+     .max = 1000,
+     .help = "most database connections open at once"},
+    {.flag = "pool-queue-max",
+     .env = "POOL_QUEUE_MAX",
+     .type = OPT_INT,
+     .offset = FIELD(pool_queue_max),
+     .def = "10000",
+     .min = 0,
+     .max = INT_MAX,
+     .help = "most requests waiting for a connection (503 beyond); 0 = no bound",
+     .text = "most requests waiting for a connection (then 503); `0` = no bound"},
+    {.flag = "port",
+     .env = "PORT",
+     .type = OPT_INT,
+     .offset = FIELD(port),
+     .def = "8080",
+     .min = 0,
+     .max = 65535,
+     .help = "port the API listens on; 0 takes a free one (the start-up line says which)",
+     .text = "port the API listens on; `0` takes a free port (the start-up line says which; "
+             "every loop shares it)"},
+    {.flag = "prepared",
+     .env = "PREPARED",
+     .type = OPT_BOOL,
+     .offset = FIELD(prepared),
+     .def = "0",
+     .help = "use named prepared statements instead of node-postgres's unnamed ones"},
+    {.flag = "primes-max",
+     .env = "PRIMES_MAX",
+     .type = OPT_INT,
+     .offset = FIELD(primes_max),
+     .def = "1000000",
+     .min = 2,
+     .max = INT_MAX,
+     .help = "largest ?below= that /primes accepts (1000000 holds the loop ~0.13 s)",
+     .text = "largest `?below=` that `/primes` accepts; 1000000 holds the loop about 0.13 s (see "
+             "[`/primes`](decisions.md#primes-blocks-its-loop))"},
+    {.flag = "query-timeout-ms",
+     .env = "QUERY_TIMEOUT_MS",
+     .type = OPT_INT,
+     .offset = FIELD(query_timeout_ms),
+     .def = "30000",
+     .min = 0,
+     .max = INT_MAX,
+     .help = "deadline of a query (504 after): its statement_timeout on the server, and with "
+             "--pipeline also counted from when it is sent, behind any others; 0 = none",
+     .text =
+         "deadline of a query (then 504): the connection's `statement_timeout`, which bounds "
+         "a statement's own running time on the server; with `--pipeline` also a deadline "
+         "counted from when the query is sent on its connection, so one queued behind slow "
+         "statements gets its 504 on time too (see [deadlines](../server/README.md#deadlines)); "
+         "`0` = none"},
+    {.flag = "server-timing",
+     .env = "SERVER_TIMING",
+     .type = OPT_BOOL,
+     .offset = FIELD(server_timing),
+     .def = "1",
+     .help = "send Server-Timing (db and total time) on API responses; 0 for the peer's exact "
+             "headers",
+     .text = "send `Server-Timing` (db and total time) on API responses; `0` for the reference's "
+             "exact headers"},
+    {.flag = "shutdown-timeout-ms",
+     .env = "SHUTDOWN_TIMEOUT_MS",
+     .type = OPT_INT,
+     .offset = FIELD(shutdown_timeout_ms),
+     .def = "5000",
+     .min = 0,
+     .max = INT_MAX,
+     .help = "how long SIGTERM waits for in-flight requests"},
+    {.flag = "static-dir",
+     .env = "STATIC_DIR",
+     .type = OPT_STRING,
+     .offset = FIELD(static_dir),
+     .def = "static",
+     .help = "directory served under /static/",
+     .text = "directory served under `/static/`"},
+    {.flag = "threads",
+     .env = "THREADS",
+     .type = OPT_INT,
+     .offset = FIELD(threads),
+     .def = "1",
+     .min = 1,
+     .max = 64,
+     .help = "event loops, one thread each, sharing the port (SO_REUSEPORT) and POOL_MAX",
+     .text = "event loops, one thread each, sharing the port (`SO_REUSEPORT`) and `POOL_MAX`"},
+    {.flag = "tls-cert",
+     .env = "TLS_CERT",
+     .type = OPT_STRING,
+     .offset = FIELD(tls_cert),
+     .help = "PEM certificate (chain) of the TLS port"},
+    {.flag = "tls-key",
+     .env = "TLS_KEY",
+     .type = OPT_STRING,
+     .offset = FIELD(tls_key),
+     .help = "PEM private key of the TLS port"},
+    {.flag = "tls-port",
+     .env = "TLS_PORT",
+     .type = OPT_PORT_OR_AUTO,
+     .offset = FIELD(tls_port),
+     .def = "0",
+     .min = 0,
+     .max = 65535,
+     .help = "port of the TLS listener (HTTP/2 and HTTP/1.1 by ALPN); 0 = no TLS, auto takes a "
+             "free one",
+     .text = "port of the TLS listener, HTTP/2 and HTTP/1.1 chosen by ALPN, with the API's "
+             "routes; `0` = no TLS, `auto` takes a free port (the start-up line says which); "
+             "needs `TLS_CERT` and `TLS_KEY`"},
+    {.flag = "ws-idle-timeout-ms",
+     .env = "WS_IDLE_TIMEOUT_MS",
+     .type = OPT_INT,
+     .offset = FIELD(ws_idle_timeout_ms),
+     .def = "60000",
+     .min = 1,
+     .max = INT_MAX,
+     .help = "a WebSocket with nothing received or written for this long is closed (1001)",
+     .text = "a WebSocket with nothing received or written for this long is closed with 1001 "
+             "(see [WebSocket routes](api.md#websocket-routes))"},
+    {.flag = "ws-max-fragment-bytes",
+     .env = "WS_MAX_FRAGMENT_BYTES",
+     .type = OPT_INT,
+     .offset = FIELD(ws_max_fragment_bytes),
+     .def = "65536",
+     .min = 1,
+     .max = 16777216,
+     .help = "a WebSocket frame from a client longer than this closes it (1009)",
+     .text = "a WebSocket frame from a client longer than this closes the connection with 1009"},
+    {.flag = "ws-max-message-bytes",
+     .env = "WS_MAX_MESSAGE_BYTES",
+     .type = OPT_INT,
+     .offset = FIELD(ws_max_message_bytes),
+     .def = "65536",
+     .min = 1,
+     .max = 16777216,
+     .help = "a WebSocket message from a client longer than this closes it (1009); also how much "
+             "may wait to be sent before the server stops reading",
+     .text = "a WebSocket message from a client longer than this closes the connection with "
+             "1009; also how much may wait to be sent to one client before notesd stops reading "
+             "it (`/ws/echo`) or leaves messages out (`/ws/feed`)"},
+    {.flag = "ws-max-messages",
+     .env = "WS_MAX_MESSAGES",
+     .type = OPT_INT,
+     .offset = FIELD(ws_max_messages),
+     .def = "0",
+     .min = 0,
+     .max = INT_MAX,
+     .help = "messages a WebSocket client may send; the next one closes it (1008); 0 = no limit",
+     .text = "data messages a WebSocket client may send; the next one closes the connection with "
+             "1008; `0` = no limit"},
+};
+
+/* The flags that act instead of setting something; config_load answers them. */
+static const struct {
+    const char *flag, *help;
+} actions[] = {
+    {"help", "print this help and exit"},
+    {"version", "print the version and the libraries' versions, and exit"},
 };
 
 #define NUM_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -183,21 +419,54 @@ static void set_option(const struct option_row *row, const char *value, const ch
     }
 }
 
+#define NUM_ACTIONS (sizeof(actions) / sizeof(actions[0]))
+
+int config_option_doc(size_t i, config_option_doc_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (i >= NUM_OPTIONS) {
+        if (i - NUM_OPTIONS >= NUM_ACTIONS)
+            return 0;
+        out->flag = actions[i - NUM_OPTIONS].flag;
+        out->env = "";
+        out->help = out->text = actions[i - NUM_OPTIONS].help;
+        return 1;
+    }
+    const struct option_row *row = &options[i];
+    out->flag = row->flag;
+    out->env = row->env;
+    out->takes_value = row->type != OPT_BOOL;
+    out->def = row->def != NULL ? row->def : row->def_doc;
+    out->def_is_value = row->def != NULL;
+    out->has_range = (row->type == OPT_INT || row->type == OPT_PORT_OR_AUTO) && row->max < INT_MAX;
+    out->min = row->min;
+    out->max = row->max;
+    out->help = row->help;
+    out->text = row->text != NULL ? row->text : row->help;
+    return 1;
+}
+
 void config_print_help(FILE *out)
 {
     fprintf(out, "usage: notesd [options]\n\n"
                  "Every option can also be set by the environment variable shown;\n"
                  "a flag overrides the environment.\n\n");
-    for (size_t i = 0; i < NUM_OPTIONS; i++) {
-        const struct option_row *row = &options[i];
+    config_option_doc_t doc;
+    for (size_t i = 0; config_option_doc(i, &doc); i++) {
         char left[64];
-        snprintf(left, sizeof(left), "--%s%s", row->flag, row->type == OPT_BOOL ? "" : " VALUE");
-        fprintf(out, "  %-32s %-24s %s", left, row->env, row->help);
-        if (row->def != NULL)
-            fprintf(out, " [%s]", row->def);
+        snprintf(left, sizeof(left), "--%s%s", doc.flag, doc.takes_value ? " VALUE" : "");
+        fprintf(out, "  %-32s %-24s %s", left, doc.env, doc.help);
+        if (doc.def != NULL)
+            fprintf(out, " [%s]", doc.def);
         fprintf(out, "\n");
     }
-    fprintf(out, "  %-32s %-24s %s\n", "--help", "", "print this help and exit");
+}
+
+void config_print_version(FILE *out)
+{
+    int pq = PQlibVersion(); /* 150014 for 15.14 */
+    fprintf(out, "notesd %s (libh2o %s, libpq %d.%d)\n", NOTESD_VERSION, H2O_VERSION, pq / 10000,
+            pq % 10000);
 }
 
 const notesd_config_t *config_load(int argc, char **argv)
@@ -215,6 +484,10 @@ const notesd_config_t *config_load(int argc, char **argv)
         const char *arg = argv[a];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             config_print_help(stdout);
+            exit(0);
+        }
+        if (strcmp(arg, "--version") == 0) {
+            config_print_version(stdout);
             exit(0);
         }
         if (strncmp(arg, "--", 2) != 0)

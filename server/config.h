@@ -63,10 +63,32 @@ enum config_half_close {
 /* Reads the settings from defaults, then the environment, then argv, and
  * returns them: one copy for the process's life, read-only. On a bad value or
  * unknown flag it prints one line to stderr and exits with status 2; for
- * --help it prints the option table and exits 0. */
+ * --help it prints the option table and exits 0, for --version the version. */
 const notesd_config_t *config_load(int argc, char **argv);
 
-/* Prints the option table (also used by tests to compare with docs/configuration.md). */
+/* Prints the option table as --help shows it. */
 void config_print_help(FILE *out);
+
+/* Prints "notesd VERSION (libh2o V, libpq V)", as --version shows it. */
+void config_print_version(FILE *out);
+
+/* One row of the option table as the documentation shows it. --help prints
+ * these rows; packaging/docgen.c prints the same rows as the man page's
+ * OPTIONS and as docs/configuration.md's settings table, so the three agree. */
+typedef struct config_option_doc {
+    const char *flag; /* without the leading "--" */
+    const char *env;  /* the environment variable; "" for --help and --version */
+    int takes_value;  /* 0: a flag alone (a boolean's "1", or an action) */
+    const char *def;  /* the default as shown, or NULL when there is none */
+    int def_is_value; /* 1: `def` is a value to type; 0: it is words ("required", a formula) */
+    int has_range;    /* 1: an integer accepted only from min to max, shown as such */
+    long min, max;    /* that range */
+    const char *help; /* one line of plain text, for --help */
+    const char *text; /* the full text: Markdown's `code` and [links](page.md#anchor) only */
+} config_option_doc_t;
+
+/* Fills `out` with row `i`: the settings in alphabetical order, then --help and
+ * --version. Returns 0 when `i` is past the last row. */
+int config_option_doc(size_t i, config_option_doc_t *out);
 
 #endif

@@ -15,17 +15,20 @@
  * descriptor limit and MAX_CONNECTIONS derived from it, each loop's pool and
  * the connection budget, then h2o configuration and the listening sockets,
  * then one thread per extra loop, then loop 0 on this thread with the metrics
- * port and the signals, then one line saying where we listen.
+ * port and the signals, then one line saying where we listen, and READY=1 to
+ * systemd when it runs notesd as a Type=notify service (sdnotify.c).
  *
  * SIGTERM or SIGINT: every loop stops accepting, lets its in-flight requests
  * (and their queued queries) finish for up to SHUTDOWN_TIMEOUT_MS, closes its
- * pool; then the process exits 0. A second signal exits at once. Signals arrive
- * through a signalfd on loop 0, so no handler runs in the middle of a
- * callback; loop 0 tells the others through an eventfd each.
+ * pool; then the process exits 0. systemd hears STOPPING=1 when the first
+ * signal arrives. A second signal exits at once. Signals arrive through a
+ * signalfd on loop 0, so no handler runs in the middle of a callback; loop 0
+ * tells the others through an eventfd each.
  *
  * Out of memory: allocation failures abort (h2o already does so underneath
  * us); recovering per request would only be half a policy.
  */
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,6 +44,7 @@
 #include "log.h"
 #include "loop.h"
 #include "pgparams.h"
+#include "sdnotify.h"
 #include "statements.h"
 
 static const notesd_config_t *cfg; /* config_load's, read-only */
@@ -77,6 +81,17 @@ static void describe_db(char *out, size_t len)
     snprintf(out, len, "%s%s%s%s%s/%s", user, user[0] ? "@" : "", host[0] ? host : "(default)",
              port[0] ? ":" : "", port, dbname);
     PQconninfoFree(opts);
+}
+
+/* Tells systemd how the service is doing; nothing without NOTIFY_SOCKET. Two
+ * messages in the process's life, one syscall each and never a wait, so also
+ * fine on loop 0. A failure is logged: the service runs on, and systemd
+ * judges it by its own timeout. */
+static void notify_systemd(const char *message)
+{
+    if (sdnotify_send(message) < 0)
+        log_warn("cannot notify systemd at NOTIFY_SOCKET=%s: %s", getenv("NOTIFY_SOCKET"),
+                 strerror(errno));
 }
 
 /* ---- descriptors ------------------------------------------------------------------------- */
@@ -228,6 +243,7 @@ static void on_signal(h2o_socket_t *sock, const char *err)
             _exit(1);
         }
         shutdown_requested = 1;
+        notify_systemd("STOPPING=1");
         log_info("%s: no new connections; finishing in-flight requests (up to %d ms)", name,
                  cfg->shutdown_timeout_ms);
         uint64_t one = 1;
@@ -393,6 +409,12 @@ int main(int argc, char **argv)
               cfg->host, server.api_port, cfg->h2c ? " (h2c too)" : "", tls, cfg->metrics_host,
               server.metrics_port, server.nloops, cfg->pool_max,
               cfg->prepared ? "prepared" : "unnamed", pipeline, max_connections, db);
+    /* Every listener is bound and every loop's thread started: connections are
+     * accepted from here on, so a Type=notify service is started. */
+    char ready[160];
+    snprintf(ready, sizeof(ready), "READY=1\nSTATUS=API on port %d, %d loop(s)", server.api_port,
+             server.nloops);
+    notify_systemd(ready);
 
     run_loop(main_loop);
     for (int i = 1; i < server.nloops; i++)

@@ -43,7 +43,7 @@ class ConfigTest(unittest.TestCase):
         res = run(["--help"])
         self.assertEqual(res.returncode, 0)
         self.assertIn("usage: notesd", res.stdout)
-        flags = set(re.findall(r"^  --([a-z0-9-]+)", res.stdout, re.M)) - {"help"}
+        flags = set(re.findall(r"^  --([a-z0-9-]+)", res.stdout, re.M)) - {"help", "version"}
         envs = set(re.findall(r"^  --[a-z0-9-]+(?: VALUE)?\s+([A-Z0-9_]+)\s", res.stdout, re.M))
         rows = doc_table("configuration.md", "## Settings", "flag")
         self.assertEqual({r[0].strip("`").lstrip("-") for r in rows}, flags)

@@ -134,8 +134,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     const char *err;
     size_t i = find_row(d, req, &param);
     const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
-    notesd_req_t *r = request_begin(req, (uint8_t)row->id,
-                                    d->port == PORT_API ? &this_loop->stats : NULL, d->settings);
+    notesd_req_t *r = request_begin(req, (uint8_t)row->id, &loop_of(req->conn->ctx)->view,
+                                    d->port == PORT_API, d->settings);
     /* Express decodes a route's :param ("/notes/%31" is note 1); no copy when
      * there is nothing to decode. */
     if (row->match == MATCH_PARAM && memchr(param.base, '%', param.len) != NULL) {
@@ -196,8 +196,8 @@ static void on_refusal_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t *
         h2o_iovec_t param;
         size_t i = find_row(d, req, &param);
         const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
-        notesd_req_t *r = request_begin(
-            req, (uint8_t)row->id, d->port == PORT_API ? &this_loop->stats : NULL, d->settings);
+        notesd_req_t *r = request_begin(req, (uint8_t)row->id, &loop_of(req->conn->ctx)->view,
+                                        d->port == PORT_API, d->settings);
         char *body = h2o_mem_alloc_pool(&req->pool, 80);
         int len = snprintf(body, 80, "{\"error\":\"request body larger than %zu bytes\"}",
                            d->settings->max_body_bytes);

@@ -12,7 +12,6 @@
 #include <string.h>
 #include "body.h"
 #include "log.h"
-#include "loop.h"
 #include "render.h"
 #include "respond.h"
 #include "routes.h"
@@ -128,7 +127,7 @@ static void on_query_done(pool_query_t *q, PGresult *res, enum pool_error err)
 /* Hands the query to the pool, or answers 503 at once when it will not wait. */
 static int run(notesd_req_t *r)
 {
-    switch (pool_query(&this_loop->pool, &r->u.db.query)) {
+    switch (pool_query(r->loop->pool, &r->u.db.query)) {
     case POOL_ADMITTED:
         break; /* on_query_done answers; it may already have */
     case POOL_QUEUE_FULL:

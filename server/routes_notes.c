@@ -9,6 +9,7 @@
  * (routes.h) picks the handler by path and method; the request's context
  * carries the query while it waits (request.h).
  */
+#include <stdlib.h>
 #include <string.h>
 #include "body.h"
 #include "log.h"
@@ -183,15 +184,19 @@ static int parse_body(notesd_req_t *r)
                                 req->headers.entries[i].value);
         encoding = joined.base, encoding_len = joined.len;
     }
-    char *scratch = encoding != NULL ? h2o_mem_alloc_pool(&req->pool, limit) : NULL;
-    if ((status = body_decode(encoding, encoding_len, req->entity.base,
-                              req->entity.base != NULL ? req->entity.len : 0, limit, scratch, &body,
-                              &body_len, msg, sizeof(msg))) != 0) {
-        respond_error(r, status, msg);
-        return -1;
-    }
-    if (validate_note_body(body, body_len, &r->u.db.input, &err) != 0) {
-        respond_error(r, 400, err);
+    /* An encoded body is inflated into memory of its own, freed once it is
+     * parsed: the fields the query needs live in the parsed JSON (u.db.input),
+     * so nothing of it is held while the query waits. */
+    char *scratch;
+    status = body_decode(encoding, encoding_len, req->entity.base,
+                         req->entity.base != NULL ? req->entity.len : 0, limit, &scratch, &body,
+                         &body_len, msg, sizeof(msg));
+    const char *why = msg;
+    if (status == 0 && validate_note_body(body, body_len, &r->u.db.input, &err) != 0)
+        status = 400, why = err;
+    free(scratch);
+    if (status != 0) {
+        respond_error(r, status, why);
         return -1;
     }
     return 0;

@@ -62,6 +62,23 @@ static enum client_state client_state(notesd_req_t *r)
     return state == TCP_CLOSE_WAIT ? CLIENT_HALF_CLOSED : CLIENT_RESET;
 }
 
+/* 1 if notesd itself reset the request's connection (/fault's reset, which
+ * marks the socket with SO_LINGER 0: no other socket of notesd has it): the
+ * other streams of an HTTP/2 connection end with it, and their clients did
+ * not leave. Asked only of a request ending without an answer. */
+static int reset_by_notesd(notesd_req_t *r)
+{
+    h2o_conn_t *conn = r->req->conn;
+    h2o_socket_t *sock =
+        conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+    struct linger linger;
+    socklen_t len = sizeof(linger);
+
+    return sock != NULL &&
+           getsockopt(h2o_socket_get_fd(sock), SOL_SOCKET, SO_LINGER, &linger, &len) == 0 &&
+           linger.l_onoff && linger.l_linger == 0;
+}
+
 /* Runs when h2o disposes of the request: after its response was written, or
  * when the connection closed first (status 0). */
 static void on_request_disposed(void *p)
@@ -80,7 +97,7 @@ static void on_request_disposed(void *p)
         r->unanswered = 1;
     }
     r->status = r->unanswered ? 0 : r->req->res.status;
-    if (r->status == 0 && r->gone == REQUEST_PRESENT && !r->own_reset)
+    if (r->status == 0 && r->gone == REQUEST_PRESENT && !r->own_reset && !reset_by_notesd(r))
         r->gone = REQUEST_GONE_ABORTED;
     if (r->gone != REQUEST_PRESENT)
         STAT_ADD(r->stats->clients_gone[r->gone - 1], 1);

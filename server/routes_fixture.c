@@ -217,7 +217,9 @@ static void fault_answer(notesd_req_t *r)
         /* What SO_LINGER 0 + close does, but the descriptor stays h2o's, which
          * closes it later: connect() to AF_UNSPEC dissolves the TCP connection,
          * and the kernel sends RST now (with SO_LINGER 0, also for data still
-         * queued). Nothing of an answer leaves. */
+         * queued). Nothing of an answer leaves. SO_LINGER 0 also marks the
+         * socket as reset by notesd: the other streams of an HTTP/2
+         * connection are not counted as clients gone (request.c). */
         int fd = h2o_socket_get_fd(req->conn->callbacks->get_socket(req->conn));
         struct linger linger = {1, 0};
         struct sockaddr unspec = {.sa_family = AF_UNSPEC};

@@ -178,8 +178,8 @@ static int inflate_into(int gzip, const char *in, size_t in_len, char **buf, siz
 
 /* Decompresses a Brotli stream into *buf (grown as needed, at most `limit`
  * bytes); returns 0, 400 or 413. */
-static int unbrotli_into(const char *in, size_t in_len, char **buf, size_t limit,
-                         size_t *out_len, char *msg, size_t msg_size)
+static int unbrotli_into(const char *in, size_t in_len, char **buf, size_t limit, size_t *out_len,
+                         char *msg, size_t msg_size)
 {
     BrotliDecoderState *dec = BrotliDecoderCreateInstance(NULL, NULL, NULL);
     const uint8_t *next_in = (const uint8_t *)in;

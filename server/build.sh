@@ -24,14 +24,15 @@ PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-
 # httperf, locust, and tsung for calibrate's WebSocket column; curl and openssl, which
 # calibrate's HTTP/2 checks also use, are among the packages above), iproute2 for the
 # benchmark's namespaces; python3-h2 and
-# slowhttptest for the hostile-client tests; for docker/:
+# slowhttptest for the hostile-client tests; chromium for the status page's test
+# (headless, driven over its DevTools Protocol); for docker/:
 # the engine (docker.io), mmdebstrap for the Debian base image, Compose v1, and
 # kubectl for rendering docker/kubernetes/ (Debian's kubernetes-client only where no
 # kubectl is on PATH: a newer one is not replaced).
 TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml python3-brotli prometheus clang
                libclang-rt-14-dev clang-format wrk valgrind docker-compose graphviz docker.io mmdebstrap
                nghttp2-client apache2-utils hey siege httperf python3-locust tsung iproute2 python3-h2
-               slowhttptest)
+               slowhttptest chromium)
 command -v kubectl >/dev/null || TEST_PACKAGES+=(kubernetes-client)
 # npm installs the peer runtimes the image test wraps into stand-ins of the peer
 # images' bases (a Node.js from outside Debian ships its own npm, and conflicts

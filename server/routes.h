@@ -66,7 +66,11 @@ typedef int (*route_handler_t)(notesd_req_t *r);
       metrics_setup)                                                                               \
     X(ROUTE_HEALTHZ, "/healthz", PORT_METRICS, MATCH_PREFIX, NULL, NULL, NULL, metrics_healthz,    \
       NULL)                                                                                        \
-    X(ROUTE_READYZ, "/readyz", PORT_METRICS, MATCH_PREFIX, NULL, NULL, NULL, metrics_readyz, NULL)
+    X(ROUTE_READYZ, "/readyz", PORT_METRICS, MATCH_PREFIX, NULL, NULL, NULL, metrics_readyz, NULL) \
+    X(ROUTE_OPENAPI, "/openapi.json", PORT_METRICS, MATCH_EXACT, assets_openapi, NULL, NULL, NULL, \
+      NULL)                                                                                        \
+    X(ROUTE_DASHBOARD, "/dashboard", PORT_METRICS, MATCH_EXACT, assets_dashboard, NULL, NULL,      \
+      NULL, NULL)
 
 #define ROUTE_ENUM(id, ...) id,
 enum route_id { ROUTES(ROUTE_ENUM) ROUTE__COUNT };
@@ -85,7 +89,7 @@ typedef struct route {
 extern const route_t routes[ROUTE__COUNT];
 
 /* The handlers the rows name (routes_notes.c, routes_misc.c, delay.c, routes_fixture.c,
- * routes_ws.c, routes_stream.c, routes_metrics.c). */
+ * routes_ws.c, routes_stream.c, routes_metrics.c, routes_assets.c). */
 int notes_get(notesd_req_t *r);
 int notes_update(notesd_req_t *r);
 int notes_list(notesd_req_t *r);
@@ -109,5 +113,7 @@ int metrics_get(notesd_req_t *r);
 void metrics_setup(h2o_pathconf_t *pathconf, const request_settings_t *settings);
 int metrics_healthz(notesd_req_t *r);
 int metrics_readyz(notesd_req_t *r);
+int assets_openapi(notesd_req_t *r);
+int assets_dashboard(notesd_req_t *r);
 
 #endif

@@ -31,6 +31,20 @@ TAGS = ["js", "ts", "node", "bun", "deno", "postgres", "http", "perf"]
 SEED_BODY = "Seeded note body for the JS test. " * 4
 SANITIZED = os.environ.get("NOTESD_SANITIZED", "0") not in ("", "0", "OFF", "FALSE")
 TSAN = os.environ.get("NOTESD_TSAN", "0") not in ("", "0", "OFF", "FALSE")
+# A proxy in front of every notesd this library starts (tests/openapi/prism_suites.py
+# puts Prism's validation proxy there): a command to which the upstream's URL and a
+# port to listen on are appended. Tests then reach the API port through it
+# (Notesd.port is the proxy's, Notesd.direct_port notesd's own), and every answer's
+# `sl-violations` header is written to NOTESD_FRONT_LOG_DIR, with the proxy's log.
+FRONT = os.environ.get("NOTESD_FRONT", "").split()
+FRONT_LOG_DIR = os.environ.get("NOTESD_FRONT_LOG_DIR", "")
+_front_ports = set()  # the ports of the proxies started, whose answers are recorded
+
+
+def direct_only(reason):
+    """Marks a test (or a class) that cannot run through the proxy of NOTESD_FRONT, and
+    why; it is skipped there, and runs as usual without one."""
+    return unittest.skipIf(FRONT, f"not through a proxy: {reason}")
 
 
 def pg_state():
@@ -137,6 +151,30 @@ class Notesd:
         if port is not None:
             self.port = port
         poll(self._ready, timeout=ready_timeout, what="notesd to answer /status")
+        self.direct_port, self.front = self.port, None
+        if FRONT:
+            self._start_front()
+
+    def _start_front(self):
+        """Starts NOTESD_FRONT's proxy to this notesd and points `port` at it."""
+        port = free_port()
+        log = open(os.path.join(FRONT_LOG_DIR or tempfile_dir(),
+                                f"front-{os.getpid()}-{port}.log"), "w")
+        self.front = subprocess.Popen([*FRONT, f"http://127.0.0.1:{self.direct_port}", str(port)],
+                                      stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        _started.append(self.front)
+
+        def answers():
+            if self.front.poll() is not None:
+                raise AssertionError(f"the proxy exited with {self.front.returncode}")
+            try:
+                return request(port, "GET", "/status")[0] == 200
+            except OSError:
+                return False
+        _front_ports.add(port)
+        poll(answers, timeout=60, what="the proxy in front of notesd to answer /status")
+        self.port = port
 
     def _read_ports(self, timeout):
         """(API port, TLS port or None, metrics port) from the start-up line, read as it is
@@ -172,6 +210,9 @@ class Notesd:
         return self._early.decode(errors="replace") + self.proc.stdout.read()
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.front is not None and self.front.poll() is None:
+            self.front.terminate()
+            self.front.wait(30)
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
@@ -202,10 +243,23 @@ def request(port, method, path, body=None, headers=None, conn=None):
         conn.request(method, path, body=body, headers=headers or {})
         res = conn.getresponse()
         data = res.read()
-        return res.status, {k.lower(): v for k, v in res.getheaders()}, data
+        got = {k.lower(): v for k, v in res.getheaders()}
+        if port in _front_ports:
+            _record_front(method, path, res.status, got)
+        return res.status, got, data
     finally:
         if own:
             conn.close()
+
+
+def _record_front(method, path, status, headers):
+    """Appends one answer that came through the proxy, and the violations its
+    `sl-violations` header reports, to this process's record in NOTESD_FRONT_LOG_DIR."""
+    violations = json.loads(headers.get("sl-violations", "[]"))
+    with open(os.path.join(FRONT_LOG_DIR or tempfile_dir(), f"answers-{os.getpid()}.jsonl"),
+              "a") as f:
+        f.write(json.dumps({"method": method, "path": path, "status": status,
+                            "violations": violations}) + "\n")
 
 
 def raw_request(port, data, timeout=10):

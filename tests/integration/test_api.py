@@ -13,7 +13,8 @@ import time
 import unittest
 
 from notes_testlib import (TAGS, SEED_BODY, Notesd, count_rows, create_database, db_connect,
-                           expected_list, expected_note, js_json, main, raw_request, request)
+                           direct_only, expected_list, expected_note, js_json, main, raw_request,
+                           request)
 
 JSON_CT = "application/json; charset=utf-8"
 
@@ -82,6 +83,7 @@ class NotesApiTest(unittest.TestCase):
         self.assertEqual((status, body), (404, b"Not Found"))
         self.assertEqual(headers["content-type"], "text/plain; charset=utf-8")
 
+    @direct_only("Prism 5.14 reads the empty body of a HEAD answer as JSON and answers 500")
     def test_head_sends_headers_only(self):
         get = self.get("/notes/5")
         status, headers, body = request(self.port, "HEAD", "/notes/5")
@@ -101,15 +103,21 @@ class NotesApiTest(unittest.TestCase):
                 self.assertEqual(ids, sorted(ids, reverse=True))
                 self.assertTrue(all(r["tag"] == tag for r in rows))
 
+    @direct_only("one trailing slash is Express's, not OpenAPI's: /notes/ is not /notes")
+    def test_list_ignores_one_trailing_slash(self):
+        self.assert_json(self.get("/notes/?tag=js"), 200, expected_list(self.db, "js"))
+
     def test_list_unknown_tag_is_empty_array(self):
         self.assert_json(self.get("/notes?tag=nosuchtag"), 200, b"[]")
+
+    @direct_only("Prism 5.14 takes an empty value for a missing one (allowEmptyValue ignored)")
+    def test_list_empty_tag_is_empty_array(self):
         self.assert_json(self.get("/notes?tag="), 200, b"[]")
 
     def test_list_decodes_the_query_like_express(self):
         expected = expected_list(self.db, "js")
         self.assert_json(self.get("/notes?tag=%6A%73"), 200, expected)
         self.assert_json(self.get("/notes?x=1&tag=js&y=2"), 200, expected)
-        self.assert_json(self.get("/notes/?tag=js"), 200, expected)
         request(self.port, "POST", "/notes", body={"title": "t", "body": "b", "tag": "a b"})
         self.assert_json(self.get("/notes?tag=a+b"), 200, expected_list(self.db, "a b"))
         self.assert_json(self.get("/notes?tag=a%20b"), 200, expected_list(self.db, "a b"))
@@ -200,6 +208,7 @@ class NotesApiTest(unittest.TestCase):
         self.assert_json(self.get("/primes"), 200, b'{"below":100000,"count":9592}')
         self.assert_json(self.get("/primes?below=2"), 200, b'{"below":2,"count":0}')
 
+    @direct_only("a file in a subdirectory: an OpenAPI path parameter holds one segment")
     def test_static_serves_files_with_their_type(self):
         status, headers, body = self.get("/static/app.min.js")
         self.assertEqual(status, 200)
@@ -218,6 +227,7 @@ class NotesApiTest(unittest.TestCase):
                 self.assertEqual(status, 404, body)
                 self.assertNotIn(b"secret", body)
 
+    @direct_only("paths in any case (Express's router), and a 301 that Prism follows itself")
     def test_static_paths_as_express_serves_them(self):
         # The router ignores case; the file path is resolved as a file path.
         for path in ("/STATIC/app.min.js", "/Static/./app.min.js", "/static/sub/../app.min.js",
@@ -230,6 +240,7 @@ class NotesApiTest(unittest.TestCase):
         self.assertEqual((status, headers["location"]), (301, "/static/sub/"))
         self.assertEqual(self.get("/static/sub/")[0], 404)
 
+    @direct_only("counts header lines on the wire, which the proxy writes anew")
     def test_static_answers_carry_server_timing_once(self):
         # Regression: the 404 and 405 of /static used to carry the header twice.
         for method, path, status in (("GET", "/static/app.min.js", 200),
@@ -269,6 +280,7 @@ class KnownLatencyAndTimingTest(unittest.TestCase):
         res = request(self.port, "GET", path)
         return res, time.monotonic() - start
 
+    @direct_only("times the answers, and the proxy adds time of its own")
     def test_delay_answers_after_the_delay(self):
         for ms in (0, 20, 100):
             with self.subTest(ms=ms):
@@ -277,6 +289,7 @@ class KnownLatencyAndTimingTest(unittest.TestCase):
                 self.assertGreaterEqual(took, ms / 1000)
                 self.assertLess(took, ms / 1000 + 0.05)
 
+    @direct_only("times the answers, and the proxy adds time of its own")
     def test_delays_overlap_instead_of_queueing(self):
         results = []
         threads = [threading.Thread(target=lambda: results.append(self.timed("/delay/200")))
@@ -289,6 +302,7 @@ class KnownLatencyAndTimingTest(unittest.TestCase):
         self.assertLess(time.monotonic() - start, 0.6)
         self.assertEqual([r[0][0] for r in results], [200] * 20)
 
+    @direct_only("times the answers, and the proxy adds time of its own")
     def test_jitter_is_uniform_around_the_delay(self):
         took = sorted(self.timed("/delay/60?jitter=40")[1] for _ in range(40))
         self.assertGreaterEqual(took[0], 0.020)

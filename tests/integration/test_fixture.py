@@ -15,7 +15,7 @@ import time
 import unittest
 
 from notes_testlib import (BIN, SANITIZED, Notesd, ServerTestCase, create_database,
-                           main, poll, proc_stat, request)
+                           direct_only, main, poll, proc_stat, request)
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
 JSON_CT = "application/json; charset=utf-8"
@@ -124,6 +124,7 @@ class FixtureTest(ServerTestCase):
                 self.assertEqual((code, body), (status, b""))
                 self.assertNotIn("content-length", headers)
 
+    @direct_only("pipelined requests on a raw socket")
     def test_fault_205_has_content_length_0_and_no_body(self):
         # RFC 9110 section 15.3.6: no content in a 205. The answer is followed at
         # once by the next one on the connection, so a stray body would show.
@@ -174,6 +175,7 @@ class FixtureTest(ServerTestCase):
         self.assertGreaterEqual(elapsed, 0.2)
         self.assertLess(elapsed, 5)
 
+    @direct_only("a reset connection, which a proxy turns into an answer of its own")
     def test_reset_sends_nothing_and_counts_status_0(self):
         before = self.scrape()
         data, how = raw(self.port, "/fault/503?action=reset")
@@ -187,6 +189,7 @@ class FixtureTest(ServerTestCase):
                              capture_output=True, timeout=30)
         self.assertEqual(res.returncode, 56, res.stderr)
 
+    @direct_only("a body cut short, which a proxy turns into an answer of its own")
     def test_close_after_headers_promises_a_body_and_closes(self):
         data, how = raw(self.port, "/fault/502?action=close_after_headers")
         self.assertEqual(how, "eof")
@@ -200,6 +203,7 @@ class FixtureTest(ServerTestCase):
                               "/fault/502?action=close_after_headers"], capture_output=True, timeout=30)
         self.assertEqual(res.returncode, 18, res.stderr)
 
+    @direct_only("reset connections, which a proxy turns into answers of its own")
     def test_every_selects_which_requests_get_the_action(self):
         codes = []
         for _ in range(6):
@@ -222,6 +226,7 @@ class FixtureTest(ServerTestCase):
 
     # /bytes/:n
 
+    @direct_only("Prism 5.14 reads a body as UTF-8 text and sends it on re-encoded")
     def test_bytes_are_the_pattern_with_their_length(self):
         for n in (0, 1, 250, 251, 16384, 16385, 100000):
             with self.subTest(n=n):
@@ -233,6 +238,7 @@ class FixtureTest(ServerTestCase):
         code, headers, body = request(self.port, "HEAD", "/bytes/5000000")
         self.assertEqual((code, headers["content-length"], body), (200, "5000000", b""))
 
+    @direct_only("notesd's memory while a raw socket reads slowly")
     def test_a_large_body_is_streamed_without_growing_memory(self):
         n = 64 << 20  # 4096 times the 16 KiB chunk
         self.get("/bytes/1000000")  # warm up the buffers of a first stream
@@ -272,6 +278,7 @@ class FixtureTest(ServerTestCase):
 
     # /drip
 
+    @direct_only("times the bytes as they arrive; a proxy reads the whole body first")
     def test_drip_sends_the_first_byte_early_and_the_last_at_the_duration(self):
         with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
             t0 = time.monotonic()
@@ -294,6 +301,7 @@ class FixtureTest(ServerTestCase):
         self.assertGreaterEqual(last, 0.99)
         self.assertLess(last, 3.0)
 
+    @direct_only("Prism 5.14 reads a body as UTF-8 text and sends it on re-encoded")
     def test_drip_defaults_and_limits(self):
         t0 = time.monotonic()
         code, headers, body = self.get("/drip?duration_ms=0&bytes=100000")
@@ -352,6 +360,7 @@ class FixtureTest(ServerTestCase):
 
     # counters
 
+    @direct_only("counts connections, and a proxy opens its own")
     def test_accepted_connections_count_api_connections_only(self):
         before = self.scrape()
         for _ in range(5):
@@ -383,6 +392,7 @@ def make_certificate(directory):
     return cert, key
 
 
+@direct_only("HTTP/2, TLS and h2load; Prism's proxy speaks HTTP/1.1 without TLS")
 class Http2Test(unittest.TestCase):
     """The TLS port (ALPN h2 and http/1.1) and h2c on the API port: the bytes
     and the counts of HTTP/1.1."""

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""Holds docs/openapi.json to server/routes.h: every route of the table has a
+path in the description with the same methods (GET with HEAD, POST, PUT; a
+route answering any method is described as GET and HEAD), on the right port
+(the metrics port's paths name it in their own `servers`), and the description
+has no path and no operation the table lacks. Also: its version is the one
+CMakeLists.txt builds, and every operation has an operationId of its own.
+
+A template's `:param` is `{param}` in the description; a prefix route without a
+parameter (`/static`, which serves a file path) is described as `/static/{file}`.
+Each difference is printed, and the exit status is 1.
+
+    tests/openapi/check_routes.py
+"""
+import json
+import os
+import re
+import sys
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+ROW = re.compile(r'X\(\s*ROUTE_\w+\s*,\s*"([^"]+)"\s*,\s*(PORT_\w+)\s*,\s*(MATCH_\w+)\s*,'
+                 r'\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)')
+METHODS = ("get", "head", "post", "put", "delete", "patch", "options", "trace")
+
+
+def table_routes():
+    """{template: (port, match, {methods})} from the ROUTES(X) rows of routes.h."""
+    with open(os.path.join(REPO, "server", "routes.h"), encoding="utf-8") as f:
+        text = f.read().replace("\\\n", " ")
+    routes = {}
+    for template, port, match, get, post, put, other in ROW.findall(text):
+        if match == "MATCH_NONE":
+            continue  # the 404's route, no path of its own
+        methods = set()
+        if get != "NULL" or (other != "NULL" and post == put == "NULL"):
+            methods |= {"get", "head"}
+        if post != "NULL":
+            methods.add("post")
+        if put != "NULL":
+            methods.add("put")
+        routes[template] = (port, match, methods)
+    return routes
+
+
+def described_path(template, match):
+    path = re.sub(r":(\w+)", r"{\1}", template)
+    if match == "MATCH_PREFIX" and "{" not in path and template in ("/static",):
+        path += "/{file}"
+    return path
+
+
+def main():
+    routes = table_routes()
+    with open(os.path.join(REPO, "docs", "openapi.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    problems = []
+    if len(routes) < 10:
+        print("could not read the route table from server/routes.h")
+        return 1
+    paths = doc.get("paths", {})
+    expected = {}
+    for template, (port, match, methods) in routes.items():
+        expected[described_path(template, match)] = (template, port, methods)
+    for path, (template, port, methods) in sorted(expected.items()):
+        item = paths.get(path)
+        if item is None:
+            problems.append(f"{path}: no path in docs/openapi.json for {template} "
+                            "(server/routes.h has it)")
+            continue
+        described = {m for m in METHODS if m in item}
+        for m in sorted(methods - described):
+            problems.append(f"{path}: no {m.upper()} operation (server/routes.h answers it)")
+        for m in sorted(described - methods):
+            problems.append(f"{path}: a {m.upper()} operation that server/routes.h does not have")
+        ports = {v.get("default") for s in item.get("servers", [])
+                 for k, v in s.get("variables", {}).items() if k == "port"}
+        if port == "PORT_METRICS" and ports != {"9091"}:
+            problems.append(f"{path}: on the metrics port, so its servers must name port 9091")
+        if port == "PORT_API" and "servers" in item:
+            problems.append(f"{path}: on the API port, so it takes the document's servers")
+    for path in sorted(set(paths) - set(expected)):
+        problems.append(f"{path}: described, but server/routes.h has no such route")
+    ids = [op.get("operationId") for item in paths.values() for m, op in item.items()
+           if m in METHODS]
+    for op_id in sorted({i for i in ids if ids.count(i) > 1 or i is None}, key=str):
+        problems.append(f"operationId {op_id!r} is missing or not unique")
+    with open(os.path.join(REPO, "CMakeLists.txt"), encoding="utf-8") as f:
+        version = re.search(r"project\(notesd VERSION (\S+)", f.read()).group(1)
+    if doc.get("info", {}).get("version") != version:
+        problems.append(f"info.version is {doc.get('info', {}).get('version')!r}, "
+                        f"CMakeLists.txt builds {version}")
+    for p in problems:
+        print(p)
+    print(f"{len(routes)} routes in server/routes.h, {len(paths)} paths in docs/openapi.json, "
+          f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -69,8 +69,8 @@ static int decode(const char *enc, const void *in, size_t len, size_t limit, con
                   size_t *out_len, char *msg, size_t msg_size)
 {
     free(decoded);
-    return body_decode(enc, enc != NULL ? strlen(enc) : 0, in, len, limit, &decoded, out,
-                       out_len, msg, msg_size);
+    return body_decode(enc, enc != NULL ? strlen(enc) : 0, in, len, limit, &decoded, out, out_len,
+                       msg, msg_size);
 }
 
 static void identity_passes_through_and_keeps_the_limit(void)
@@ -162,15 +162,14 @@ static void br_decompresses_under_the_limit(void)
     CHECK_INT_EQ(decode("br", BR_A1, sizeof(BR_A1) - 1, 7, &out, &n, msg, sizeof(msg)), 0);
     CHECK_MEM_EQ(out, n, "{\"a\":1}");
     /* bytes after the end of the stream are ignored, as Node's decoder ignores them */
-    CHECK_INT_EQ(decode("BR", BR_A1 "xyz", sizeof(BR_A1) + 2, 7, &out, &n, msg, sizeof(msg)),
-                 0);
+    CHECK_INT_EQ(decode("BR", BR_A1 "xyz", sizeof(BR_A1) + 2, 7, &out, &n, msg, sizeof(msg)), 0);
     CHECK_INT_EQ(decode("br", BR_A1, sizeof(BR_A1) - 2, 7, &out, &n, msg, sizeof(msg)), 400);
     CHECK_STR_EQ(msg, "request body is not valid br data");
     CHECK_INT_EQ(decode("br", "{}", 2, 7, &out, &n, msg, sizeof(msg)), 400);
     CHECK_INT_EQ(decode("br", BR_A1, sizeof(BR_A1) - 1, 6, &out, &n, msg, sizeof(msg)), 413);
-    CHECK_INT_EQ(decode("br", BR_SPACES_1M, sizeof(BR_SPACES_1M) - 1, 1000, &out, &n, msg,
-                        sizeof(msg)),
-                 413);
+    CHECK_INT_EQ(
+        decode("br", BR_SPACES_1M, sizeof(BR_SPACES_1M) - 1, 1000, &out, &n, msg, sizeof(msg)),
+        413);
     CHECK_STR_EQ(msg, "request body larger than 1000 bytes");
 }
 
@@ -214,8 +213,7 @@ static void a_utf8_bom_is_stripped_once(void)
     size_t n;
     CHECK_INT_EQ(decode(NULL, "\xef\xbb\xbf{}", 5, 8, &out, &n, msg, sizeof(msg)), 0);
     CHECK_MEM_EQ(out, n, "{}");
-    CHECK_INT_EQ(decode(NULL, "\xef\xbb\xbf\xef\xbb\xbf{}", 8, 8, &out, &n, msg, sizeof(msg)),
-                 0);
+    CHECK_INT_EQ(decode(NULL, "\xef\xbb\xbf\xef\xbb\xbf{}", 8, 8, &out, &n, msg, sizeof(msg)), 0);
     CHECK_MEM_EQ(out, n, "\xef\xbb\xbf{}");
     CHECK_INT_EQ(decode(NULL, "\xef\xbb", 2, 8, &out, &n, msg, sizeof(msg)), 0);
     CHECK_MEM_EQ(out, n, "\xef\xbb");

@@ -22,7 +22,7 @@ typedef struct dispatch {
     const route_t *rows[ROUTE__COUNT];
     size_t base_len[ROUTE__COUNT]; /* per row: the length of its base (see base_len) */
     size_t nrows;
-    char allow[ROUTE__COUNT][32]; /* per row: its methods, for 405's Allow header */
+    char allow[ROUTE__COUNT][96]; /* per row: its methods, for 405's Allow header */
 } dispatch_t;
 
 /* The base of a row's template: up to "/:" ("/notes/:id" -> "/notes"). */
@@ -101,16 +101,19 @@ static int framing_is_ambiguous(h2o_req_t *req, const char **err)
     return head_framing(sock->input->bytes, sock->input->size, err) != 0;
 }
 
+/* The row's handler for the request's method: the pair named exactly so
+ * ("GET" for HEAD too), else the row's "*", else NULL (405). */
 static route_handler_t handler_for(const route_t *row, h2o_req_t *req)
 {
-    route_handler_t h = NULL;
-    if (req_is_get(req))
-        h = row->get;
-    else if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST")))
-        h = row->post;
-    else if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("PUT")))
-        h = row->put;
-    return h != NULL ? h : row->any;
+    route_handler_t any = NULL;
+    for (const route_method_t *m = row->methods; m->name != NULL; m++) {
+        if (m->name[0] == '*')
+            any = m->handler;
+        else if (h2o_memis(req->method.base, req->method.len, m->name, strlen(m->name)) ||
+                 (req_is_get(req) && strcmp(m->name, "GET") == 0))
+            return m->handler;
+    }
+    return any;
 }
 
 /* The index of the first of the port's rows that matches the request's path
@@ -215,12 +218,19 @@ static void on_refusal_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t *
     h2o_setup_next_ostream(req, slot);
 }
 
-/* "GET, HEAD", then ", POST" and ", PUT" where the row has them. */
+/* The Allow header of a row's 405: its methods in the row's order, HEAD
+ * after GET. A row with "*" never answers 405. */
 static void format_allow(const route_t *row, char *out, size_t len)
 {
-    snprintf(out, len, "%s%s%s", row->get != NULL ? "GET, HEAD" : "",
-             row->post != NULL ? (row->get != NULL ? ", POST" : "POST") : "",
-             row->put != NULL ? (row->get != NULL || row->post != NULL ? ", PUT" : "PUT") : "");
+    size_t n = 0;
+    out[0] = '\0';
+    for (const route_method_t *m = row->methods; m->name != NULL && n < len; m++) {
+        if (m->name[0] == '*')
+            continue;
+        int w = snprintf(out + n, len - n, "%s%s%s", n > 0 ? ", " : "", m->name,
+                         strcmp(m->name, "GET") == 0 ? ", HEAD" : "");
+        n += w > 0 ? (size_t)w : 0;
+    }
 }
 
 /* Set-up hooks run after the dispatcher was created, so what they add to the

@@ -758,7 +758,7 @@ void pool_report_add(pool_report_t *r, const pool_t *pool)
     r->nstatements = pool->nstatements;
 }
 
-void pool_report_write(const pool_report_t *r, exposition_t *o, size_t nlabelled)
+void pool_report_write(const pool_report_t *r, exposition_t *o)
 {
     exposition_one(o, "notes_db_pool_connections", "gauge",
                    "Open database connections, including those still connecting (pg.Pool "
@@ -780,7 +780,7 @@ void pool_report_write(const pool_report_t *r, exposition_t *o, size_t nlabelled
     exposition_histogram(o, "notes_db_pool_acquire_duration_seconds", "", &r->stats.acquire, NULL);
     exposition_family(o, "notes_db_query_duration_seconds", "histogram",
                       "Seconds from sending a statement to its complete result, per statement.");
-    for (size_t i = 0; i < nlabelled && i < r->nstatements; i++) {
+    for (size_t i = 0; i < r->nstatements; i++) {
         char labels[64];
         snprintf(labels, sizeof(labels), "statement=\"%s\",", r->statements[i].name);
         exposition_histogram(o, "notes_db_query_duration_seconds", labels, &r->stats.query[i],

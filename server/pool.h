@@ -205,9 +205,9 @@ void pool_report_init(pool_report_t *r);
 /* Adds one pool's figures, read from its lists (STAT_READ); from any thread. */
 void pool_report_add(pool_report_t *r, const pool_t *pool);
 
-/* Writes the notes_db_* families; the first `nlabelled` statements get a
- * series of notes_db_query_duration_seconds each, by name. */
-void pool_report_write(const pool_report_t *r, exposition_t *o, size_t nlabelled);
+/* Writes the notes_db_* families; every statement gets a series of
+ * notes_db_query_duration_seconds, labelled with its name. */
+void pool_report_write(const pool_report_t *r, exposition_t *o);
 
 /* Takes the pool's entries off the loop's timers; the pool must be empty.
  * The last connections' memory goes with the timers' next pass (timers_stop). */

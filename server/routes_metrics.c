@@ -157,7 +157,7 @@ int metrics_get(notesd_req_t *r)
     request_report_write(http, &o, route_labels, ROUTE__COUNT);
     listen_report_write(&connections, &o);
     ws_report_write(&ws, &o);
-    pool_report_write(&pools, &o, STMT_NUM_LABELLED);
+    pool_report_write(&pools, &o);
     lag_report_write(lag, &o);
     process_metrics(&o);
     build_metrics(&o);

@@ -101,7 +101,10 @@ static void on_query_done(pool_query_t *q, PGresult *res, enum pool_error err)
 
     r->db_ns += q->duration_ns;
     request_client_gone(r); /* a client that left is recorded as 0 and gets nothing */
-    if (err != POOL_OK || PQresultStatus(res) != PGRES_TUPLES_OK) {
+    /* Rows (a select, or a statement with `returning`), or a command's
+     * outcome (PQcmdTuples: rows affected); anything else is an error. */
+    if (err != POOL_OK ||
+        (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK)) {
         respond_query_failure(r, res, err);
         return;
     }

@@ -330,8 +330,6 @@ static void finish_command(pgconn_t *conn)
     PQclear(first);
 }
 
-static void free_conn(pgconn_t *conn);
-
 /* Reads what the server sent and finishes every command whose last result has
  * arrived, oldest first. The owner may send or close from on_result; after a
  * close the loop stops, and the memory lasts until the loop's next turn. */
@@ -419,7 +417,7 @@ static void on_later(timer_entry_t *entry)
 {
     pgconn_t *conn = H2O_STRUCT_FROM_MEMBER(pgconn_t, later, entry);
     if (conn->state == PGCONN_CLOSED)
-        free_conn(conn);
+        free(conn);
     else
         fail_with_libpq_error(conn);
 }
@@ -492,26 +490,31 @@ unsigned pgconn_in_flight(const pgconn_t *conn)
     return conn->pending;
 }
 
-static void free_conn(pgconn_t *conn)
+/* Ends the session and lets go of libpq and the socket; the struct stays. */
+static void finish(pgconn_t *conn)
 {
     /* Order matters: stop watching our dup before libpq closes the original. */
     if (conn->sock != NULL) {
         h2o_socket_read_stop(conn->sock);
         h2o_socket_close(conn->sock);
+        conn->sock = NULL;
     }
-    if (conn->first != NULL)
+    if (conn->first != NULL) {
         PQclear(conn->first);
-    PQfinish(conn->pg);
-    free(conn);
+        conn->first = NULL;
+    }
+    PQfinish(conn->pg); /* the server's session ends now, not a turn later */
+    conn->pg = NULL;
 }
 
 void pgconn_close(pgconn_t *conn)
 {
     assert(conn->state != PGCONN_CLOSED);
     conn->state = PGCONN_CLOSED;
-    if (conn->sock != NULL)
-        h2o_socket_read_stop(conn->sock);
-    /* A failure waiting to be reported is not: the free takes its place. */
+    finish(conn);
+    /* The memory goes on the next turn: a callback that closed the connection
+     * returns through pgconn's code, which reads `state` on its way out. A
+     * failure waiting to be reported is not reported: the free takes its place. */
     timers_unlink(conn->timers, &conn->later);
     timers_defer(conn->timers, &conn->later);
 }

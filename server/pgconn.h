@@ -14,10 +14,10 @@
  * sync per command there is nothing else to skip.
  *
  * Callback contract: the owner may call pgconn_send or pgconn_close from
- * inside any callback. A close takes effect at once (no callback follows it)
- * and the memory goes on the loop's next turn (timers_defer), as every close
- * in notesd does, so the callback that closed it can return through pgconn's
- * own code safely.
+ * inside any callback. A close takes effect at once (the session ends, and no
+ * callback follows) and the memory goes on the loop's next turn
+ * (timers_defer), as every close in notesd does, so the callback that closed
+ * it can return through pgconn's own code safely.
  */
 #ifndef NOTESD_PGCONN_H
 #define NOTESD_PGCONN_H
@@ -90,9 +90,10 @@ int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values);
 /* Commands sent and not yet answered. */
 unsigned pgconn_in_flight(const pgconn_t *conn);
 
-/* Ends the connection: no callback follows, and on the loop's next turn the
- * h2o socket (a dup of libpq's), then the PGconn, are closed and the memory
- * freed. Safe inside a pgconn callback. */
+/* Ends the connection now: the h2o socket (a dup of libpq's), then the
+ * PGconn, are closed (PQfinish: the server's session ends), and no callback
+ * follows; the memory is freed on the loop's next turn. Safe inside a pgconn
+ * callback. */
 void pgconn_close(pgconn_t *conn);
 
 #endif

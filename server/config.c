@@ -45,6 +45,9 @@ static const struct option_row options[] = {
      "no answer) or answer it",
      "abort|answer"},
     {"host", "HOST", OPT_STRING, FIELD(host), "0.0.0.0", 0, 0, "address the API listens on"},
+    {"journal", "JOURNAL", OPT_INT, FIELD(journal), "0", 0, 10000000,
+     "keep the last N requests of each loop in the request journal (GET /journal on the "
+     "metrics port; 160 bytes a record); 0 = off"},
     {"lag-interval-ms", "LAG_INTERVAL_MS", OPT_INT, FIELD(lag_interval_ms), "100", 1, 60000,
      "period of the event-loop lag probe"},
     {"log-level", "LOG_LEVEL", OPT_LOG_LEVEL, FIELD(log_level), "info", 0, 0,

@@ -16,7 +16,7 @@ notesd_server_t server;
 static h2o_socket_t *signals; /* loop 0's signalfd */
 static int shutdown_requested;
 
-void loops_init(int n, int lag_interval_ms, int shutdown_timeout_ms)
+void loops_init(int n, int lag_interval_ms, int shutdown_timeout_ms, int journal)
 {
     server.nloops = n;
     server.shutdown_timeout_ms = shutdown_timeout_ms;
@@ -33,6 +33,11 @@ void loops_init(int n, int lag_interval_ms, int shutdown_timeout_ms)
             exit(1);
         }
         lag_init(&loop->lag, lag_interval_ms);
+        if (journal_init(&loop->journal, (size_t)journal) != 0) {
+            fprintf(stderr, "notesd: JOURNAL=%d: cannot allocate %zu bytes for loop %d's ring\n",
+                    journal, (size_t)journal * sizeof(journal_record_t), i);
+            exit(2);
+        }
         ws_loop_init(&loop->ws, &loop->timers);
         loop->view = (request_loop_t){.index = (unsigned)i,
                                       .timers = &loop->timers,
@@ -40,7 +45,8 @@ void loops_init(int n, int lag_interval_ms, int shutdown_timeout_ms)
                                       .stats = &loop->stats,
                                       .ws = &loop->ws,
                                       .lag = &loop->lag,
-                                      .listen = &loop->listen};
+                                      .listen = &loop->listen,
+                                      .journal = journal > 0 ? &loop->journal : NULL};
         server.views[i] = &loop->view;
     }
 }

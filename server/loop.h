@@ -24,6 +24,7 @@
 
 #include <pthread.h>
 #include <h2o.h>
+#include "journal.h"
 #include "lag.h"
 #include "listen.h"
 #include "pool.h"
@@ -50,6 +51,7 @@ typedef struct notesd_loop {
     timers_t timers;     /* the loop's timer service: one timerfd */
     lag_probe_t lag;     /* the event-loop lag probe */
     ws_loop_t ws;        /* its WebSocket connections and their counters */
+    journal_t journal;   /* its request journal (JOURNAL records; none when off) */
     request_loop_t view; /* the above, as its requests see them (r->loop) */
     enum loop_state state;
     int wakeup_fd;        /* an eventfd: "begin shutdown", written by loop 0 */
@@ -80,7 +82,7 @@ extern notesd_server_t server;
  * yet (counters, lag probes, listeners without sockets, the views); in main,
  * before any thread starts. Exits after printing why when an eventfd cannot
  * be made. */
-void loops_init(int n, int lag_interval_ms, int shutdown_timeout_ms);
+void loops_init(int n, int lag_interval_ms, int shutdown_timeout_ms, int journal);
 
 /* The loop whose h2o context is `ctx`: how a request finds the loop it runs on. */
 static inline notesd_loop_t *loop_of(h2o_context_t *ctx)

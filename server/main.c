@@ -89,7 +89,7 @@ int main(int argc, char **argv)
     /* Every loop's memory exists before any thread starts, so no thread
      * publishes a pointer that another one reads. Everything that can be wrong
      * with the settings is found before any listener opens. */
-    loops_init(cfg->threads, cfg->lag_interval_ms, cfg->shutdown_timeout_ms);
+    loops_init(cfg->threads, cfg->lag_interval_ms, cfg->shutdown_timeout_ms, cfg->journal);
     pool_settings_t pool0 = pool_settings_of(cfg, 0);
     if (pgparams_build(&pgparams, cfg->db_url, &pool0, statements, STMT__COUNT, err, sizeof(err)) !=
         0) {

@@ -228,7 +228,8 @@ static int conn_send(pool_conn_t *conn, pool_query_t *q)
     uint64_t now = stats_now_ns();
 
     assert(conn->count < pool->per_conn);
-    histogram_observe(&pool->stats.acquire, (now - q->enqueued_ns) / 1e9);
+    q->wait_ns = now - q->enqueued_ns;
+    histogram_observe(&pool->stats.acquire, (double)q->wait_ns / 1e9);
     pool_conn_set_state(conn, POOL_CONN_BUSY);
     pool_inflight_t *slot = &conn->slots[(conn->head + conn->count) % pool->per_conn];
     slot->query = q;
@@ -634,7 +635,7 @@ enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
     assert(q->statement >= 0 && (size_t)q->statement < pool->nstatements);
     q->pool = pool;
     q->conn = NULL;
-    q->duration_ns = 0;
+    q->duration_ns = q->wait_ns = 0;
     q->enqueued_ns = stats_now_ns();
 
     if (pool->shutting_down) {

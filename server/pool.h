@@ -76,6 +76,7 @@ struct pool_query {
     pool_query_cb cb;
     void *data;           /* for the caller */
     uint64_t duration_ns; /* set before the callback: from send to result */
+    uint64_t wait_ns;     /* set when it is sent: from entering the pool to a connection */
     /* private to the pool */
     enum pool_query_state state;
     h2o_linklist_t link;    /* in pool->waiting, or a list of queries about to be answered */

@@ -25,6 +25,7 @@
 #include <h2o.h>
 #include "compiler.h"
 #include "exposition.h"
+#include "journal.h"
 #include "lag.h"
 #include "listen.h"
 #include "pool.h"
@@ -47,6 +48,7 @@ typedef struct request_loop {
     struct ws_loop *ws;  /* its WebSocket connections (ws.h) */
     lag_probe_t *lag;    /* its lag probe (the metrics page drains it) */
     listeners_t *listen; /* its listeners (the metrics page reads their figures) */
+    journal_t *journal;  /* its request journal; NULL: JOURNAL is off */
 } request_loop_t;
 
 /* The limits of a WebSocket connection (the WS_* settings); a request may
@@ -81,6 +83,7 @@ struct notesd_req {
     stats_loop_t *stats;                /* loop->stats; NULL: not measured (the metrics port) */
     uint64_t start_ns;                  /* when the handler received the request (stats_now_ns) */
     uint64_t db_ns;                     /* time spent in database queries, for Server-Timing */
+    uint64_t wait_ns;    /* time its query waited for a database connection (the journal) */
     int status;          /* the status recorded when the request ended (0: no answer sent) */
     uint8_t route;       /* enum route_id (routes.h) */
     uint8_t timing_sent; /* 1 once the Server-Timing header was added */

@@ -8,6 +8,7 @@
  * build's. docs/metrics.md's table lists every family.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <libpq-fe.h>
 #include <h2o/version.h>
 #include "exposition.h"
+#include "journal.h"
 #include "openmetrics.h"
 #include "respond.h"
 #include "routes.h"
@@ -140,6 +142,7 @@ int metrics_get(notesd_req_t *r)
     ws_report_t ws;
     pool_report_t pools;
     lag_report_t *lag = h2o_mem_alloc_pool(&req->pool, sizeof(*lag));
+    journal_report_t journal = {0};
     ws_report_init(&ws);
     pool_report_init(&pools);
     lag_report_init(lag);
@@ -150,6 +153,8 @@ int metrics_get(notesd_req_t *r)
         ws_report_add(&ws, loop->ws);
         pool_report_add(&pools, loop->pool);
         lag_report_add(lag, loop->lag);
+        if (loop->journal != NULL)
+            journal_report_add(&journal, loop->journal);
     }
 
     exposition_t o;
@@ -159,6 +164,7 @@ int metrics_get(notesd_req_t *r)
     ws_report_write(&ws, &o);
     pool_report_write(&pools, &o);
     lag_report_write(lag, &o);
+    journal_report_write(&journal, &o);
     process_metrics(&o);
     build_metrics(&o);
     if (openmetrics)
@@ -166,6 +172,70 @@ int metrics_get(notesd_req_t *r)
     respond(r, 200,
             openmetrics ? OPENMETRICS_CONTENT_TYPE : "text/plain; version=0.0.4; charset=utf-8",
             o.start, exposition_len(&o));
+    return 0;
+}
+
+/* Records one page of GET /journal gives at most. */
+#define JOURNAL_PAGE_MAX 5000
+
+/* Adds a response header of a decimal number. */
+static void add_number_header(h2o_req_t *req, const char *name, size_t len, uint64_t value)
+{
+    char *text = h2o_mem_alloc_pool(&req->pool, 24);
+    int n = snprintf(text, 24, "%llu", (unsigned long long)value);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, name, len, 0, NULL, text, (size_t)n);
+}
+
+/* GET /journal?loop=L&since=SEQ&limit=N: loop L's records after SEQ, oldest
+ * first, as NDJSON (docs/journal.md). Records lost before this read (the ring
+ * went round) come first as one line {"lost":K,"from":A,"to":B,"loop":L}. The
+ * Journal-Next header is the `since` of the next page. 404 when JOURNAL is off. */
+int metrics_journal(notesd_req_t *r)
+{
+    h2o_req_t *req = r->req;
+    const request_settings_t *s = r->settings;
+    h2o_iovec_t query = request_query(r);
+    long loop = 0, since = 0, limit = 1000;
+
+    if (s->loops[0]->journal == NULL) {
+        respond_error(r, 404, "the journal is off: start notesd with JOURNAL=N");
+        return 0;
+    }
+    if (validate_query_number(query.base, query.len, "loop", s->nloops - 1, &loop) < 0 ||
+        loop >= s->nloops) {
+        char msg[64];
+        snprintf(msg, sizeof(msg), "loop must be a whole number from 0 to %d", s->nloops - 1);
+        respond_error(r, 400, msg);
+        return 0;
+    }
+    if (validate_query_number(query.base, query.len, "since", LONG_MAX, &since) < 0) {
+        respond_error(r, 400, "since must be a whole number");
+        return 0;
+    }
+    if (validate_query_number(query.base, query.len, "limit", JOURNAL_PAGE_MAX, &limit) < 0 ||
+        limit < 1) {
+        respond_error(r, 400, "limit must be a whole number from 1 to 5000");
+        return 0;
+    }
+    journal_record_t *records = h2o_mem_alloc_pool(&req->pool, (size_t)limit * sizeof(*records));
+    journal_page_t page;
+    journal_read(s->loops[loop]->journal, (uint64_t)since, records, (size_t)limit, &page);
+
+    char *body = h2o_mem_alloc_pool(&req->pool, 128 + page.n * JOURNAL_LINE_MAX), *p = body;
+    if (page.lost_from != 0)
+        p += sprintf(p, "{\"lost\":%llu,\"from\":%llu,\"to\":%llu,\"loop\":%ld}\n",
+                     (unsigned long long)(page.lost_to - page.lost_from + 1),
+                     (unsigned long long)page.lost_from, (unsigned long long)page.lost_to, loop);
+    for (size_t i = 0; i < page.n; i++) {
+        const journal_record_t *rec = &records[i];
+        p += journal_format(
+            rec, rec->method < REQUEST_NUM_METHODS ? request_method_labels[rec->method] : "other",
+            rec->route < ROUTE__COUNT ? routes[rec->route].label : "other", p);
+    }
+    add_number_header(req, H2O_STRLIT("journal-next"), page.next);
+    add_number_header(req, H2O_STRLIT("journal-newest"), page.newest);
+    add_number_header(req, H2O_STRLIT("journal-loops"), (uint64_t)s->nloops);
+    respond(r, 200, "application/x-ndjson", body, (size_t)(p - body));
     return 0;
 }
 

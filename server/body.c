@@ -9,7 +9,9 @@
  * deflate, and "br" is RFC 7932, bytes after the end of its stream ignored.
  */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <zlib.h>
@@ -80,12 +82,39 @@ int body_check_type(const char *type, size_t type_len, char *msg, size_t msg_siz
     return 0;
 }
 
-/* Inflates `in` into out[0, limit]; returns 0, 400 or 413 and sets *out_len. */
-static int inflate_into(int gzip, const char *in, size_t in_len, char *out, size_t limit,
+/* Room for the inflated body: *buf grows by doubling, from `want` bytes at
+ * first (allocated even when that is 0), and never past `limit`. Returns the
+ * new capacity, or `cap` itself when it is at the limit already. */
+static size_t grow(char **buf, size_t cap, size_t want, size_t limit)
+{
+    size_t next = cap > 0 ? 2 * cap : want;
+    if (next > limit)
+        next = limit;
+    if (*buf != NULL && next <= cap)
+        return cap;
+    if ((*buf = realloc(*buf, next > 0 ? next : 1)) == NULL)
+        abort(); /* out of memory: see the policy in main.c */
+    return next;
+}
+
+/* The first room for a body `in_len` bytes compressed: 4x (a JSON body
+ * compresses about that well), at least 4 KiB, at most the limit. */
+static size_t first_guess(size_t in_len, size_t limit)
+{
+    size_t guess = in_len < (SIZE_MAX / 4) ? 4 * in_len : SIZE_MAX;
+    if (guess < 4096)
+        guess = 4096;
+    return guess < limit ? guess : limit;
+}
+
+/* Inflates `in` into *buf (grown as needed, at most `limit` bytes); returns
+ * 0, 400 or 413 and sets *out_len. */
+static int inflate_into(int gzip, const char *in, size_t in_len, char **buf, size_t limit,
                         size_t *out_len, char *msg, size_t msg_size)
 {
     z_stream z;
     int rc, status = 400;
+    size_t cap = grow(buf, 0, first_guess(in_len, limit), limit);
 
     memset(&z, 0, sizeof(z));
     /* 15: the largest window; +16: the gzip wrapper instead of zlib's. */
@@ -95,8 +124,8 @@ static int inflate_into(int gzip, const char *in, size_t in_len, char *out, size
     }
     z.next_in = (Bytef *)in;
     z.avail_in = (uInt)in_len;
-    z.next_out = (Bytef *)out;
-    z.avail_out = (uInt)limit;
+    z.next_out = (Bytef *)*buf;
+    z.avail_out = (uInt)cap;
     for (;;) {
         rc = inflate(&z, Z_NO_FLUSH);
         if (rc == Z_STREAM_END) {
@@ -111,8 +140,15 @@ static int inflate_into(int gzip, const char *in, size_t in_len, char *out, size
         }
         if (rc == Z_OK && z.avail_out > 0)
             continue;
+        if ((rc == Z_OK || rc == Z_BUF_ERROR) && z.avail_out == 0 && cap < limit) {
+            size_t used = cap;
+            cap = grow(buf, cap, used, limit);
+            z.next_out = (Bytef *)*buf + used;
+            z.avail_out = (uInt)(cap - used);
+            continue;
+        }
         if ((rc == Z_OK || rc == Z_BUF_ERROR) && z.avail_out == 0) {
-            /* Full: one more byte decides whether the body is over the limit. */
+            /* Full at the limit: one more byte decides whether the body is over it. */
             unsigned char probe;
             z.next_out = &probe;
             z.avail_out = 1;
@@ -121,7 +157,7 @@ static int inflate_into(int gzip, const char *in, size_t in_len, char *out, size
                 status = 413;
                 break;
             }
-            z.next_out = (Bytef *)out + limit;
+            z.next_out = (Bytef *)*buf + limit;
             z.avail_out = 0;
             if (rc == Z_STREAM_END && (!gzip || z.avail_in == 0 || *z.next_in == 0))
                 status = 0;
@@ -131,7 +167,7 @@ static int inflate_into(int gzip, const char *in, size_t in_len, char *out, size
         }
         break; /* Z_DATA_ERROR, or Z_BUF_ERROR: the input ended early */
     }
-    *out_len = (size_t)((char *)z.next_out - out);
+    *out_len = (size_t)((char *)z.next_out - *buf);
     inflateEnd(&z);
     if (status == 413)
         snprintf(msg, msg_size, "request body larger than %zu bytes", limit);
@@ -140,31 +176,36 @@ static int inflate_into(int gzip, const char *in, size_t in_len, char *out, size
     return status;
 }
 
-/* Decompresses a Brotli stream into out[0, limit]; returns 0, 400 or 413. */
-static int unbrotli_into(const char *in, size_t in_len, char *out, size_t limit, size_t *out_len,
+/* Decompresses a Brotli stream into *buf (grown as needed, at most `limit`
+ * bytes); returns 0, 400 or 413. */
+static int unbrotli_into(const char *in, size_t in_len, char **buf, size_t limit, size_t *out_len,
                          char *msg, size_t msg_size)
 {
     BrotliDecoderState *dec = BrotliDecoderCreateInstance(NULL, NULL, NULL);
     const uint8_t *next_in = (const uint8_t *)in;
-    uint8_t *next_out = (uint8_t *)out;
-    size_t avail_in = in_len, avail_out = limit;
+    size_t avail_in = in_len, cap = grow(buf, 0, first_guess(in_len, limit), limit), used = 0;
     int status = 400;
 
-    if (dec != NULL) {
-        switch (
-            BrotliDecoderDecompressStream(dec, &avail_in, &next_in, &avail_out, &next_out, NULL)) {
-        case BROTLI_DECODER_RESULT_SUCCESS:
-            status = 0;
-            break;
-        case BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT: /* the limit is reached, and more follows */
-            status = 413;
-            break;
-        default: /* an error, or the input ended early */
-            break;
+    while (dec != NULL) {
+        uint8_t *next_out = (uint8_t *)*buf + used;
+        size_t avail_out = cap - used;
+        BrotliDecoderResult rc =
+            BrotliDecoderDecompressStream(dec, &avail_in, &next_in, &avail_out, &next_out, NULL);
+        used = cap - avail_out;
+        if (rc == BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT && cap < limit) {
+            cap = grow(buf, cap, used, limit);
+            continue;
         }
-        BrotliDecoderDestroyInstance(dec);
+        if (rc == BROTLI_DECODER_RESULT_SUCCESS)
+            status = 0;
+        else if (rc == BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT)
+            status = 413; /* the limit is reached, and more follows */
+        /* else an error, or the input ended early: 400 */
+        break;
     }
-    *out_len = limit - avail_out;
+    if (dec != NULL)
+        BrotliDecoderDestroyInstance(dec);
+    *out_len = used;
     if (status == 413)
         snprintf(msg, msg_size, "request body larger than %zu bytes", limit);
     else if (status != 0)
@@ -173,11 +214,12 @@ static int unbrotli_into(const char *in, size_t in_len, char *out, size_t limit,
 }
 
 int body_decode(const char *encoding, size_t encoding_len, const char *in, size_t in_len,
-                size_t limit, char *scratch, const char **out, size_t *out_len, char *msg,
+                size_t limit, char **scratch, const char **out, size_t *out_len, char *msg,
                 size_t msg_size)
 {
     int gzip;
 
+    *scratch = NULL;
     if (encoding == NULL || (encoding_len == 8 && strncasecmp(encoding, "identity", 8) == 0)) {
         if (in_len > limit) {
             snprintf(msg, msg_size, "request body larger than %zu bytes", limit);
@@ -189,12 +231,12 @@ int body_decode(const char *encoding, size_t encoding_len, const char *in, size_
         int status = inflate_into(gzip, in, in_len, scratch, limit, out_len, msg, msg_size);
         if (status != 0)
             return status;
-        *out = scratch;
+        *out = *scratch;
     } else if (encoding_len == 2 && strncasecmp(encoding, "br", 2) == 0) {
         int status = unbrotli_into(in, in_len, scratch, limit, out_len, msg, msg_size);
         if (status != 0)
             return status;
-        *out = scratch;
+        *out = *scratch;
     } else {
         quote_into(msg, msg_size, "unsupported content encoding", encoding, encoding_len, 0);
         return 415;

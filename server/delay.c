@@ -9,7 +9,6 @@
  * every answer is due exactly `ms` after the handler received the request.
  */
 #include <stdio.h>
-#include "loop.h"
 #include "respond.h"
 #include "rng.h"
 #include "routes.h"
@@ -49,7 +48,7 @@ int delay_get(notesd_req_t *r)
     }
     r->u.delay.ms = ms;
     uint64_t due = stats_now_ns() + (uint64_t)draw_us(ms, jitter, rng_uniform()) * 1000;
-    if (request_timer_arm(r, &this_loop->timers, due, on_delay_due) != 0) {
+    if (request_timer_arm(r, due, on_delay_due) != 0) {
         respond_unavailable(r, "too many pending /delay requests");
         return 0;
     }

@@ -22,7 +22,7 @@ typedef struct dispatch {
     const route_t *rows[ROUTE__COUNT];
     size_t base_len[ROUTE__COUNT]; /* per row: the length of its base (see base_len) */
     size_t nrows;
-    char allow[ROUTE__COUNT][32]; /* per row: its methods, for 405's Allow header */
+    char allow[ROUTE__COUNT][96]; /* per row: its methods, for 405's Allow header */
 } dispatch_t;
 
 /* The base of a row's template: up to "/:" ("/notes/:id" -> "/notes"). */
@@ -101,16 +101,19 @@ static int framing_is_ambiguous(h2o_req_t *req, const char **err)
     return head_framing(sock->input->bytes, sock->input->size, err) != 0;
 }
 
+/* The row's handler for the request's method: the pair named exactly so
+ * ("GET" for HEAD too), else the row's "*", else NULL (405). */
 static route_handler_t handler_for(const route_t *row, h2o_req_t *req)
 {
-    route_handler_t h = NULL;
-    if (req_is_get(req))
-        h = row->get;
-    else if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST")))
-        h = row->post;
-    else if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("PUT")))
-        h = row->put;
-    return h != NULL ? h : row->any;
+    route_handler_t any = NULL;
+    for (const route_method_t *m = row->methods; m->name != NULL; m++) {
+        if (m->name[0] == '*')
+            any = m->handler;
+        else if (h2o_memis(req->method.base, req->method.len, m->name, strlen(m->name)) ||
+                 (req_is_get(req) && strcmp(m->name, "GET") == 0))
+            return m->handler;
+    }
+    return any;
 }
 
 /* The index of the first of the port's rows that matches the request's path
@@ -134,8 +137,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     const char *err;
     size_t i = find_row(d, req, &param);
     const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
-    notesd_req_t *r = request_begin(req, (uint8_t)row->id,
-                                    d->port == PORT_API ? &this_loop->stats : NULL, d->settings);
+    notesd_req_t *r = request_begin(req, (uint8_t)row->id, &loop_of(req->conn->ctx)->view,
+                                    d->port == PORT_API, d->settings);
     /* Express decodes a route's :param ("/notes/%31" is note 1); no copy when
      * there is nothing to decode. */
     if (row->match == MATCH_PARAM && memchr(param.base, '%', param.len) != NULL) {
@@ -196,8 +199,8 @@ static void on_refusal_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t *
         h2o_iovec_t param;
         size_t i = find_row(d, req, &param);
         const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
-        notesd_req_t *r = request_begin(
-            req, (uint8_t)row->id, d->port == PORT_API ? &this_loop->stats : NULL, d->settings);
+        notesd_req_t *r = request_begin(req, (uint8_t)row->id, &loop_of(req->conn->ctx)->view,
+                                        d->port == PORT_API, d->settings);
         char *body = h2o_mem_alloc_pool(&req->pool, 80);
         int len = snprintf(body, 80, "{\"error\":\"request body larger than %zu bytes\"}",
                            d->settings->max_body_bytes);
@@ -215,12 +218,19 @@ static void on_refusal_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t *
     h2o_setup_next_ostream(req, slot);
 }
 
-/* "GET, HEAD", then ", POST" and ", PUT" where the row has them. */
+/* The Allow header of a row's 405: its methods in the row's order, HEAD
+ * after GET. A row with "*" never answers 405. */
 static void format_allow(const route_t *row, char *out, size_t len)
 {
-    snprintf(out, len, "%s%s%s", row->get != NULL ? "GET, HEAD" : "",
-             row->post != NULL ? (row->get != NULL ? ", POST" : "POST") : "",
-             row->put != NULL ? (row->get != NULL || row->post != NULL ? ", PUT" : "PUT") : "");
+    size_t n = 0;
+    out[0] = '\0';
+    for (const route_method_t *m = row->methods; m->name != NULL && n < len; m++) {
+        if (m->name[0] == '*')
+            continue;
+        int w = snprintf(out + n, len - n, "%s%s%s", n > 0 ? ", " : "", m->name,
+                         strcmp(m->name, "GET") == 0 ? ", HEAD" : "");
+        n += w > 0 ? (size_t)w : 0;
+    }
 }
 
 /* Set-up hooks run after the dispatcher was created, so what they add to the

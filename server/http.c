@@ -101,9 +101,9 @@ int http_open_listeners(const notesd_config_t *cfg)
     return 0;
 }
 
-void http_start_loop(notesd_loop_t *loop)
+void http_start_loop(notesd_loop_t *loop, h2o_loop_t *evloop)
 {
-    this_loop = loop;
-    h2o_context_init(&loop->ctx, h2o_evloop_create(), &server.conf);
-    listen_start(&loop->listen, &loop->ctx, server.api_hosts, server.metrics_hosts, server.ssl_ctx);
+    h2o_context_init(&loop->ctx, evloop, &server.conf);
+    listen_start(&loop->listen, &loop->ctx, &loop->timers, server.api_hosts, server.metrics_hosts,
+                 server.ssl_ctx);
 }

@@ -31,8 +31,9 @@ NOTESD_MUSTCHECK int http_tls_configure(const notesd_config_t *cfg, char *err, s
  * server.tls_port and server.metrics_port. Returns 0, or -1 after logging why. */
 int http_open_listeners(const notesd_config_t *cfg);
 
-/* On the loop's own thread: creates its event loop and h2o context, and
- * starts accepting on its listeners (listen_start). */
-void http_start_loop(notesd_loop_t *loop);
+/* On the loop's own thread, once its event loop and timers exist: creates
+ * its h2o context and starts accepting on its listeners (listen_start). What
+ * loop.c calls through server.start_http. */
+void http_start_loop(notesd_loop_t *loop, h2o_loop_t *evloop);
 
 #endif

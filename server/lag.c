@@ -92,3 +92,38 @@ void lag_summarise(double *samples, size_t n, lag_window_t *out)
     out->p90 = percentile(samples, n, 0.90);
     out->p99 = percentile(samples, n, 0.99);
 }
+
+/* ---- the metrics page's figures ---------------------------------------------------------- */
+
+void lag_report_init(lag_report_t *r)
+{
+    histogram_init(&r->all, stats_fine_bounds, stats_fine_nbounds);
+    r->n = 0;
+}
+
+void lag_report_add(lag_report_t *r, lag_probe_t *probe)
+{
+    lag_drain(probe, r->samples, &r->n, LAG_WINDOW_MAX);
+    histogram_accumulate(&r->all, &probe->histogram);
+}
+
+void lag_report_write(lag_report_t *r, exposition_t *o)
+{
+    lag_window_t w;
+    lag_summarise(r->samples, r->n, &w);
+    exposition_family(o, "notes_eventloop_delay_seconds", "histogram",
+                      "How late the event-loop probe timer fired, in seconds (the seed's lag "
+                      "probe).");
+    exposition_histogram(o, "notes_eventloop_delay_seconds", "", &r->all, NULL);
+    static const char *names[] = {"min", "max", "mean", "p50", "p90", "p99"};
+    double values[] = {w.min, w.max, w.mean, w.p50, w.p90, w.p99};
+    for (size_t i = 0; i < 6; i++) {
+        char name[64], help[128];
+        snprintf(name, sizeof(name), "notes_eventloop_lag_%s_seconds", names[i]);
+        snprintf(help, sizeof(help),
+                 "The %s of the lag probe's samples since the previous scrape, in seconds.",
+                 names[i]);
+        exposition_family(o, name, "gauge", help);
+        exposition_printf(o, "%s %.9g\n", name, values[i]);
+    }
+}

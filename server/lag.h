@@ -6,13 +6,14 @@
  * loop's cached millisecond clock, on the loop's timer service (timers.h)
  * rather than an h2o timeout.
  * Samples go into a cumulative histogram and into a window that the metrics
- * page drains on each scrape; it merges every loop's probe itself.
+ * page drains on each scrape (lag_report_add), every loop's merged.
  */
 #ifndef NOTESD_LAG_H
 #define NOTESD_LAG_H
 
 #include <pthread.h>
 #include <h2o.h>
+#include "exposition.h"
 #include "stats.h"
 #include "timers.h"
 
@@ -52,5 +53,23 @@ void lag_drain(lag_probe_t *probe, double *samples, size_t *n, size_t cap);
 
 /* Summarises samples (sorts them in place). */
 void lag_summarise(double *samples, size_t n, lag_window_t *out);
+
+/* ---- the metrics page's figures ---------------------------------------------------------- */
+
+/* Every loop's probe: the histograms merged, the windows drained into one. */
+typedef struct lag_report {
+    histogram_t all;
+    double samples[LAG_WINDOW_MAX];
+    size_t n;
+} lag_report_t;
+
+void lag_report_init(lag_report_t *r);
+
+/* Adds one probe: its histogram, and its window, which it empties (so each
+ * sample reaches one scrape). From any thread. */
+void lag_report_add(lag_report_t *r, lag_probe_t *probe);
+
+/* Writes notes_eventloop_delay_seconds and the window's notes_eventloop_lag_*_seconds. */
+void lag_report_write(lag_report_t *r, exposition_t *o);
 
 #endif

@@ -1,19 +1,24 @@
 /*
- * listen.c - admission: listeners, their states and connection budgets, and
- * accepting (see listen.h).
+ * listen.c - admission: the descriptor budget, listeners, their states and
+ * connection budgets, and accepting (see listen.h).
  */
 #include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "listen.h"
 #include "log.h"
+
+/* How long a listener out of descriptors waits before it tries again. */
+#define LISTEN_BACKOFF_NS (100 * 1000000ULL)
 
 static void on_accept(h2o_socket_t *listener, const char *err);
 
@@ -27,7 +32,8 @@ static void listener_set_state(listener_t *l, enum listener_state state)
     else if (state != LISTENER_ACCEPTING && l->state == LISTENER_ACCEPTING)
         h2o_socket_read_stop(l->sock);
     if (state == LISTENER_CLOSED) {
-        h2o_timeout_unlink(&l->backoff_entry);
+        if (l->set->timers != NULL)
+            timers_unlink(l->set->timers, &l->backoff);
         h2o_socket_close(l->sock);
         l->sock = NULL;
     }
@@ -44,7 +50,7 @@ static void budget_move(listeners_t *set, conn_budget_t *budget, enum listener_s
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         if (all[i]->budget == budget && all[i]->state == from) {
             if (to == LISTENER_FULL)
-                STAT_ADD(set->stats->accept_paused_full, 1);
+                STAT_ADD(set->stats.paused_full, 1);
             listener_set_state(all[i], to);
         }
 }
@@ -124,14 +130,14 @@ static void on_wake(h2o_socket_t *sock, const char *err)
 static void on_connection_closed(void *data)
 {
     listener_t *l = data;
-    STAT_SUB(l->set->stats->open_connections, 1);
+    STAT_SUB(l->set->stats.open, 1);
     /* One place is free again: take the next clients from the backlog. */
     budget_give(l->set, l->budget);
 }
 
-static void on_backoff_end(h2o_timeout_entry_t *entry)
+static void on_backoff_end(timer_entry_t *entry)
 {
-    listener_t *l = H2O_STRUCT_FROM_MEMBER(listener_t, backoff_entry, entry);
+    listener_t *l = H2O_STRUCT_FROM_MEMBER(listener_t, backoff, entry);
     if (l->state != LISTENER_BACKOFF)
         return;
     listener_set_state(l, LISTENER_ACCEPTING);
@@ -155,21 +161,21 @@ static void on_accept(h2o_socket_t *listener, const char *err)
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 /* The listener stays readable, and epoll is level-triggered: retrying
                  * now would spin. The clients wait in the backlog meanwhile. */
-                STAT_ADD(set->stats->accept_paused_fds, 1);
+                STAT_ADD(set->stats.paused_fds, 1);
                 if (!l->starved) /* once per episode, not every 100 ms */
                     log_warn("accept: %s; pausing 100 ms at a time until one is free (%zu "
                              "connections open)",
                              strerror(errno), __atomic_load_n(&budget->open, __ATOMIC_SEQ_CST));
                 l->starved = 1;
                 listener_set_state(l, LISTENER_BACKOFF);
-                h2o_timeout_link(set->loop, &set->backoff, &l->backoff_entry);
+                timers_link(set->timers, &l->backoff, stats_now_ns() + LISTEN_BACKOFF_NS);
             }
             return; /* EAGAIN: nothing more waiting */
         }
         l->starved = 0;
-        STAT_ADD(set->stats->open_connections, 1);
+        STAT_ADD(set->stats.open, 1);
         if (l != &set->metrics)
-            STAT_ADD(set->stats->accepted, 1);
+            STAT_ADD(set->stats.accepted, 1);
         sock->on_close.cb = on_connection_closed;
         sock->on_close.data = l;
         h2o_accept(&l->accept, sock);
@@ -177,11 +183,10 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     budget_wait(set, budget);
 }
 
-int listen_init(listeners_t *set, stats_loop_t *stats, unsigned index, conn_budget_t *api_budget)
+int listen_init(listeners_t *set, unsigned index, conn_budget_t *api_budget)
 {
     assert(index < LISTEN_MAX_LOOPS);
     memset(set, 0, sizeof(*set));
-    set->stats = stats;
     set->index = index;
     listener_t *all[] = {&set->api, &set->tls, &set->metrics};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
@@ -242,18 +247,17 @@ static void watch_listener(listener_t *l, h2o_context_t *ctx, h2o_hostconf_t **h
     l->accept.ctx = ctx;
     l->accept.hosts = hosts;
     l->accept.ssl_ctx = ssl_ctx; /* h2o does the handshake, then ALPN picks the protocol */
-    l->backoff_entry.cb = on_backoff_end;
+    l->backoff.cb = on_backoff_end;
     l->sock = h2o_evloop_socket_create(ctx->loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
     l->sock->data = l;
     l->state = LISTENER_FULL; /* watched from the next line on */
     listener_set_state(l, LISTENER_ACCEPTING);
 }
 
-void listen_start(listeners_t *set, h2o_context_t *ctx, h2o_hostconf_t **api_hosts,
-                  h2o_hostconf_t **metrics_hosts, SSL_CTX *ssl_ctx)
+void listen_start(listeners_t *set, h2o_context_t *ctx, timers_t *timers,
+                  h2o_hostconf_t **api_hosts, h2o_hostconf_t **metrics_hosts, SSL_CTX *ssl_ctx)
 {
-    set->loop = ctx->loop;
-    h2o_timeout_init(ctx->loop, &set->backoff, 100);
+    set->timers = timers;
     set->wake = h2o_evloop_socket_create(ctx->loop, set->wake_fd, H2O_SOCKET_FLAG_DONT_READ);
     set->wake->data = set;
     h2o_socket_read_start(set->wake, on_wake);
@@ -272,8 +276,95 @@ void listen_stop(listeners_t *set)
 
 void listen_dispose(listeners_t *set)
 {
-    h2o_timeout_dispose(set->loop, &set->backoff);
     /* The wake-up eventfd stays open until the process exits: another loop
      * still running may write to it, and a closed number could be reused. */
     h2o_socket_read_stop(set->wake);
+}
+
+/* ---- admission ---------------------------------------------------------------------------- */
+
+/* The descriptors notesd holds besides its API connections, as they are (see
+ * "Admission" in docs/decisions.md), kept back from MAX_CONNECTIONS's default:
+ * - per database connection, two: libpq's socket and the dup the loop watches (pgconn.c);
+ * - per loop, its API listener, its TLS one, the listeners' wake-up eventfd, epoll,
+ *   h2o's queue pipe (two ends), the timer service's timerfd and the shutdown eventfd;
+ * - the metrics port: its listener and its own budget of connections;
+ * - the process: stdio, the signalfd, the two files a scrape reads in /proc, and
+ *   static files being sent (h2o's file handler holds one per response in flight;
+ *   past these, it answers 503). */
+#define FDS_PER_DB_CONNECTION 2
+#define FDS_PER_LOOP(tls) (2 + ((tls) ? 1 : 0) + 5)
+#define FDS_METRICS (1 + LISTEN_METRICS_MAX_CONNECTIONS)
+#define FDS_STATIC_FILES 16
+#define FDS_PROCESS (3 + 1 + 2 + FDS_STATIC_FILES)
+
+static long fds_kept_back(const listen_admission_t *a)
+{
+    return (long)FDS_PER_DB_CONNECTION * a->db_connections + (long)FDS_PER_LOOP(a->tls) * a->loops +
+           (a->metrics ? FDS_METRICS : 0) + FDS_PROCESS;
+}
+
+int listen_admit(const listen_admission_t *a, char *err, size_t len)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        snprintf(err, len, "getrlimit: %s", strerror(errno));
+        return -1;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t soft = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            rl.rlim_cur = soft; /* keep what we have */
+    }
+    long fds = rl.rlim_cur > (rlim_t)INT_MAX ? INT_MAX : (long)rl.rlim_cur;
+    long kept = fds_kept_back(a), room = fds - kept;
+    if (a->max_connections == 0) {
+        if (room < 1) {
+            snprintf(err, len,
+                     "RLIMIT_NOFILE (%ld) leaves no descriptor for connections after the %ld the "
+                     "pool (%d per connection), the loops and the process hold; raise it (ulimit "
+                     "-n) or set MAX_CONNECTIONS (see --help)",
+                     fds, kept, FDS_PER_DB_CONNECTION);
+            return -1;
+        }
+        return room > INT_MAX ? INT_MAX : (int)room;
+    }
+    if (a->max_connections > room)
+        log_warn("MAX_CONNECTIONS (%d) is more than RLIMIT_NOFILE (%ld) leaves room for (%ld); "
+                 "when descriptors run out, accepting pauses for 100 ms at a time",
+                 a->max_connections, fds, room < 0 ? 0 : room);
+    return a->max_connections;
+}
+
+/* ---- the metrics page's figures ----------------------------------------------------------- */
+
+void listen_report_add(listen_report_t *r, const listeners_t *set)
+{
+    r->sum.open += STAT_READ(set->stats.open);
+    r->sum.accepted += STAT_READ(set->stats.accepted);
+    r->sum.paused_full += STAT_READ(set->stats.paused_full);
+    r->sum.paused_fds += STAT_READ(set->stats.paused_fds);
+    r->max = set->api_budget->max; /* every loop's is the same one */
+}
+
+void listen_report_write(const listen_report_t *r, exposition_t *o)
+{
+    exposition_one(o, "notes_http_connections", "gauge", "Open HTTP connections on both ports.",
+                   r->sum.open);
+    exposition_one(o, "notes_http_connections_max", "gauge",
+                   "Most open API connections, plain and TLS, all loops together "
+                   "(MAX_CONNECTIONS); beyond it clients wait in the backlog.",
+                   r->max);
+    exposition_family(o, "notes_http_accept_paused_total", "counter",
+                      "Times a listener stopped accepting: at MAX_CONNECTIONS, or out of "
+                      "descriptors.");
+    exposition_printf(o,
+                      "notes_http_accept_paused_total{reason=\"max_connections\"} %llu\n"
+                      "notes_http_accept_paused_total{reason=\"fd_exhausted\"} %llu\n",
+                      (unsigned long long)r->sum.paused_full,
+                      (unsigned long long)r->sum.paused_fds);
+    exposition_one(o, "notes_http_connections_accepted_total", "counter",
+                   "Connections accepted on the API ports (plain and TLS), every protocol.",
+                   r->sum.accepted);
 }

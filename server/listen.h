@@ -14,17 +14,23 @@
  * What h2o does with an accepted socket (TLS, HTTP/1, HTTP/2) is h2o's; which
  * hosts it serves is http.c's.
  *
- * Each loop's listeners_t is used by that loop's thread only, but for the
- * counters in its stats, which the metrics page reads, and its wake-up
- * eventfd, which a loop that frees a place of a shared budget writes to. A
- * budget's counts are atomic.
+ * It also owns the descriptor budget those limits come from: how many
+ * descriptors notesd holds besides its clients' connections, and so what
+ * MAX_CONNECTIONS is when it is not set (listen_admit).
+ *
+ * Each loop's listeners_t is used by that loop's thread only, but for its
+ * counters, which the metrics page reads (listen_report_add), and its
+ * wake-up eventfd, which a loop that frees a place of a shared budget writes
+ * to. A budget's counts are atomic.
  */
 #ifndef NOTESD_LISTEN_H
 #define NOTESD_LISTEN_H
 
 #include <h2o.h>
 #include "compiler.h"
+#include "exposition.h"
 #include "stats.h"
+#include "timers.h"
 
 /* Connections the metrics port accepts at once: its own small budget. */
 #define LISTEN_METRICS_MAX_CONNECTIONS 8
@@ -63,28 +69,57 @@ typedef struct listener {
     conn_budget_t *budget; /* the connections it may accept, shared with other listeners */
     listeners_t *set;      /* the loop's listeners, this one among them */
     int starved;           /* accept failed for want of descriptors since the last success */
-    h2o_timeout_entry_t backoff_entry; /* ends LISTENER_BACKOFF */
+    timer_entry_t backoff; /* ends LISTENER_BACKOFF, on the loop's timers */
 } listener_t;
+
+/* One loop's figures; they only ever increase, but for the gauge. Written by
+ * the loop's thread (STAT_ADD), read by the metrics page (listen_report_add). */
+typedef struct listen_stats {
+    size_t open;          /* connections accepted and not yet closed, both ports (a gauge) */
+    uint64_t accepted;    /* connections accepted on the API ports (plain and TLS) */
+    uint64_t paused_full; /* times a listener stopped at its connection limit */
+    uint64_t paused_fds;  /* times accept failed for want of descriptors (EMFILE...) */
+} listen_stats_t;
 
 /* A loop's listeners and their budgets. */
 struct listeners {
     listener_t api, tls, metrics; /* tls: with TLS_PORT only; metrics: loop 0 only */
     conn_budget_t *api_budget;    /* MAX_CONNECTIONS, for api and tls: every loop's */
     conn_budget_t metrics_budget; /* LISTEN_METRICS_MAX_CONNECTIONS, for metrics */
-    stats_loop_t *stats;          /* the loop's: open connections, accepted, pauses */
+    listen_stats_t stats;         /* open connections, accepted, pauses */
     unsigned index;               /* the loop's: its bit in a budget's `paused` */
     int wake_fd;                  /* an eventfd: "a place may be free", from any loop */
     h2o_socket_t *wake;           /* watches wake_fd, from listen_start on */
-    h2o_loop_t *loop;             /* from listen_start on */
-    h2o_timeout_t backoff;        /* 100 ms, for listener_t.backoff_entry */
+    timers_t *timers;             /* the loop's, from listen_start on: the back-offs */
 };
+
+/* ---- admission: the descriptors MAX_CONNECTIONS comes from ------------------------------ */
+
+/* What the process holds besides its clients' connections. */
+typedef struct listen_admission {
+    int max_connections; /* MAX_CONNECTIONS as set; 0: derive it from the descriptor limit */
+    int loops;           /* THREADS */
+    int tls;             /* 1 with a TLS port */
+    int metrics;         /* 1 with a metrics port */
+    int db_connections;  /* POOL_MAX: two descriptors each (libpq's socket and the loop's dup) */
+} listen_admission_t;
+
+/* Raises the soft RLIMIT_NOFILE to the hard one (as a server should: the soft
+ * default of 1024 is for interactive shells), then returns MAX_CONNECTIONS:
+ * as set (with a warning when the limit leaves less room than that), or what
+ * the limit leaves after the descriptors notesd holds besides connections
+ * (see "Admission" in docs/decisions.md). Returns -1, with a one-line reason
+ * in `err`, when the limit leaves no room at all. On the main thread, before
+ * any loop runs. */
+NOTESD_MUSTCHECK int listen_admit(const listen_admission_t *a, char *err, size_t len);
+
+/* ---- one loop's listeners ---------------------------------------------------------------- */
 
 /* In main, before any thread starts: no socket yet, every listener CLOSED,
  * the budgets wired (api and tls draw on `api_budget`, which every loop
- * shares; its max is set by the caller), counted in `stats`; `index` is the
- * loop's. Creates the wake-up eventfd; returns 0, or -1 (errno) if it cannot. */
-NOTESD_MUSTCHECK int listen_init(listeners_t *set, stats_loop_t *stats, unsigned index,
-                                 conn_budget_t *api_budget);
+ * shares; its max is set by the caller); `index` is the loop's. Creates the
+ * wake-up eventfd; returns 0, or -1 (errno) if it cannot. */
+NOTESD_MUSTCHECK int listen_init(listeners_t *set, unsigned index, conn_budget_t *api_budget);
 
 /* Binds and listens on host:port (an IP address); with `reuseport`, several
  * loops can each have a socket on the same port and the kernel spreads new
@@ -92,12 +127,12 @@ NOTESD_MUSTCHECK int listen_init(listeners_t *set, stats_loop_t *stats, unsigned
  * bound. Returns the descriptor, or -1 after logging why. */
 int listen_bind(const char *host, int port, int reuseport, int *bound);
 
-/* On the loop's own thread, once its h2o context exists: watches every
- * listener that has a socket, handing what it accepts to h2o for `ctx` (the
- * API and TLS listeners with api_hosts, the TLS one with ssl_ctx; the metrics
- * listener with metrics_hosts). */
-void listen_start(listeners_t *set, h2o_context_t *ctx, h2o_hostconf_t **api_hosts,
-                  h2o_hostconf_t **metrics_hosts, SSL_CTX *ssl_ctx);
+/* On the loop's own thread, once its h2o context and timers exist: watches
+ * every listener that has a socket, handing what it accepts to h2o for `ctx`
+ * (the API and TLS listeners with api_hosts, the TLS one with ssl_ctx; the
+ * metrics listener with metrics_hosts). */
+void listen_start(listeners_t *set, h2o_context_t *ctx, timers_t *timers,
+                  h2o_hostconf_t **api_hosts, h2o_hostconf_t **metrics_hosts, SSL_CTX *ssl_ctx);
 
 /* Closes every listener: no new connection from now on. */
 void listen_stop(listeners_t *set);
@@ -105,8 +140,25 @@ void listen_stop(listeners_t *set);
 /* Frees what listen_start created; after listen_stop, when the loop ends. */
 void listen_dispose(listeners_t *set);
 
-/* Descriptors a loop's listeners hold: the API listener, the TLS one (with
- * `tls`), and the wake-up eventfd. The metrics listener is counted apart. */
-#define LISTEN_FDS_PER_LOOP(tls) (2 + ((tls) ? 1 : 0))
+/* Connections open on the loop's listeners, both ports. */
+static inline size_t listen_open_connections(const listeners_t *set)
+{
+    return STAT_READ(set->stats.open);
+}
+
+/* ---- the metrics page's figures ---------------------------------------------------------- */
+
+/* Every loop's connection figures, added up (listen_report_add on each), and
+ * the API budget. */
+typedef struct listen_report {
+    listen_stats_t sum;
+    size_t max; /* MAX_CONNECTIONS */
+} listen_report_t;
+
+/* Adds one loop's figures; from any thread. `r` starts zeroed. */
+void listen_report_add(listen_report_t *r, const listeners_t *set);
+
+/* Writes the notes_http_connections* and notes_http_accept_paused_total families. */
+void listen_report_write(const listen_report_t *r, exposition_t *o);
 
 #endif

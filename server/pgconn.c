@@ -38,6 +38,7 @@ enum pgconn_state {
     PGCONN_CONNECTING, /* PQconnectPoll until CONNECTION_OK */
     PGCONN_OPEN,       /* commands may be sent; `pending` of them are in flight */
     PGCONN_FAILED,     /* on_failed was called; waiting for pgconn_close */
+    PGCONN_CLOSED,     /* pgconn_close was called: the memory goes on the next turn */
 };
 
 struct pgconn {
@@ -59,14 +60,14 @@ struct pgconn {
         uint64_t command; /* the number of the command it travels in */
         unsigned statement;
     } preparing[PGCONN_STATEMENTS_MAX];
-    int dispatching; /* inside read_results' loop: pgconn_close must wait */
-    int closing;     /* pgconn_close was called while dispatching */
     const pgconn_params_t *params;
     const pgconn_callbacks_t *cb;
     void *data;
-    h2o_timeout_entry_t defer; /* reports a failure found while starting */
-    char fatal[160];           /* primary text of the last FATAL/PANIC notice, or "" */
-    char why[512];             /* the last failure, on one line */
+    timers_t *timers;    /* the loop's */
+    timer_entry_t later; /* on the next turn: CLOSED, the free; otherwise a failure
+                            found while starting, reported */
+    char fatal[160];     /* primary text of the last FATAL/PANIC notice, or "" */
+    char why[512];       /* the last failure, on one line */
 };
 
 static void on_readable(h2o_socket_t *sock, const char *err);
@@ -329,11 +330,9 @@ static void finish_command(pgconn_t *conn)
     PQclear(first);
 }
 
-static void free_conn(pgconn_t *conn);
-
 /* Reads what the server sent and finishes every command whose last result has
- * arrived, oldest first. The owner may send or close from on_result; a close
- * is carried out here once the loop has stopped touching the connection. */
+ * arrived, oldest first. The owner may send or close from on_result; after a
+ * close the loop stops, and the memory lasts until the loop's next turn. */
 static void read_results(pgconn_t *conn)
 {
     if (!PQconsumeInput(conn->pg)) {
@@ -354,10 +353,10 @@ static void read_results(pgconn_t *conn)
     }
     if (flush(conn) != 0)
         return;
-    conn->dispatching = 1;
     int nulls = 0; /* in a row: two mean libpq has nothing more for now */
-    while (conn->pending > 0 && !conn->closing && conn->state == PGCONN_OPEN &&
-           !PQisBusy(conn->pg)) {
+    /* A callback may close the connection: the loop stops at once (its memory
+     * lasts until the next turn). */
+    while (conn->pending > 0 && conn->state == PGCONN_OPEN && !PQisBusy(conn->pg)) {
         PGresult *res = PQgetResult(conn->pg);
         if (res == NULL) {
             if (!conn->params->pipeline) {
@@ -386,9 +385,6 @@ static void read_results(pgconn_t *conn)
          * (each has its own sync); kept like any error if it comes. */
         keep_result(conn, res);
     }
-    conn->dispatching = 0;
-    if (conn->closing)
-        free_conn(conn);
 }
 
 static void on_readable(h2o_socket_t *sock, const char *err)
@@ -397,7 +393,7 @@ static void on_readable(h2o_socket_t *sock, const char *err)
 
     if (conn->state == PGCONN_CONNECTING)
         poll_connect(conn);
-    else if (conn->state != PGCONN_FAILED)
+    else if (conn->state == PGCONN_OPEN)
         read_results(conn);
 }
 
@@ -417,13 +413,16 @@ static void on_writable(h2o_socket_t *sock, const char *err)
     }
 }
 
-static void on_deferred_failure(h2o_timeout_entry_t *entry)
+static void on_later(timer_entry_t *entry)
 {
-    pgconn_t *conn = H2O_STRUCT_FROM_MEMBER(pgconn_t, defer, entry);
-    fail_with_libpq_error(conn);
+    pgconn_t *conn = H2O_STRUCT_FROM_MEMBER(pgconn_t, later, entry);
+    if (conn->state == PGCONN_CLOSED)
+        free(conn);
+    else
+        fail_with_libpq_error(conn);
 }
 
-pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
+pgconn_t *pgconn_start(h2o_loop_t *loop, timers_t *timers, unsigned id,
                        const pgconn_params_t *params, const pgconn_callbacks_t *cb, void *data)
 {
     pgconn_t *conn = calloc(1, sizeof(*conn));
@@ -432,11 +431,12 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
     conn->id = id;
     conn->state = PGCONN_CONNECTING;
     conn->loop = loop;
+    conn->timers = timers;
     conn->pg_fd = -1;
     conn->params = params;
     conn->cb = cb;
     conn->data = data;
-    conn->defer.cb = on_deferred_failure;
+    conn->later.cb = on_later;
 
     conn->pg = PQconnectStartParams(params->keywords, params->values, 1);
     if (conn->pg == NULL)
@@ -445,7 +445,7 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
     PQsetNoticeReceiver(conn->pg, on_notice, conn);
     if (PQstatus(conn->pg) == CONNECTION_BAD || sync_socket(conn) != 0) {
         /* Report later, so the caller never sees a callback before we return. */
-        h2o_timeout_link(loop, defer, &conn->defer);
+        timers_defer(timers, &conn->later);
         return conn;
     }
     /* The first PQconnectPoll is due once the socket is writable (libpq docs). */
@@ -460,7 +460,7 @@ int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values)
     uint32_t bit = UINT32_C(1) << statement;
     int ok = 1;
 
-    assert(conn->state == PGCONN_OPEN && !conn->closing);
+    assert(conn->state == PGCONN_OPEN);
     assert(p->pipeline || conn->pending == 0);
     assert(statement < p->nstatements);
     if (!p->prepared) {
@@ -490,29 +490,31 @@ unsigned pgconn_in_flight(const pgconn_t *conn)
     return conn->pending;
 }
 
-static void free_conn(pgconn_t *conn)
+/* Ends the session and lets go of libpq and the socket; the struct stays. */
+static void finish(pgconn_t *conn)
 {
     /* Order matters: stop watching our dup before libpq closes the original. */
     if (conn->sock != NULL) {
         h2o_socket_read_stop(conn->sock);
         h2o_socket_close(conn->sock);
+        conn->sock = NULL;
     }
-    if (conn->first != NULL)
+    if (conn->first != NULL) {
         PQclear(conn->first);
-    PQfinish(conn->pg);
-    free(conn);
+        conn->first = NULL;
+    }
+    PQfinish(conn->pg); /* the server's session ends now, not a turn later */
+    conn->pg = NULL;
 }
 
 void pgconn_close(pgconn_t *conn)
 {
-    h2o_timeout_unlink(&conn->defer);
-    if (conn->dispatching) {
-        /* read_results is still walking this connection: it frees it. */
-        conn->closing = 1;
-        conn->state = PGCONN_FAILED;
-        if (conn->sock != NULL)
-            h2o_socket_read_stop(conn->sock);
-        return;
-    }
-    free_conn(conn);
+    assert(conn->state != PGCONN_CLOSED);
+    conn->state = PGCONN_CLOSED;
+    finish(conn);
+    /* The memory goes on the next turn: a callback that closed the connection
+     * returns through pgconn's code, which reads `state` on its way out. A
+     * failure waiting to be reported is not reported: the free takes its place. */
+    timers_unlink(conn->timers, &conn->later);
+    timers_defer(conn->timers, &conn->later);
 }

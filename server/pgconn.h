@@ -14,14 +14,17 @@
  * sync per command there is nothing else to skip.
  *
  * Callback contract: the owner may call pgconn_send or pgconn_close from
- * inside any callback. A close requested while results are being handed out
- * takes effect when the callback returns; no callback follows it.
+ * inside any callback. A close takes effect at once (the session ends, and no
+ * callback follows) and the memory goes on the loop's next turn
+ * (timers_defer), as every close in notesd does, so the callback that closed
+ * it can return through pgconn's own code safely.
  */
 #ifndef NOTESD_PGCONN_H
 #define NOTESD_PGCONN_H
 
 #include <h2o.h>
 #include <libpq-fe.h>
+#include "timers.h"
 
 typedef struct pgconn pgconn_t;
 
@@ -63,13 +66,14 @@ typedef struct pgconn_callbacks {
     void (*on_failed)(pgconn_t *conn, const char *why, void *data);
 } pgconn_callbacks_t;
 
-/* Starts connecting. `id` names the connection in log lines ("pg#3"), among
- * them the debug line logged for each notice the server sends. With
- * params->pipeline the connection enters pipeline mode once open, then calls
- * on_ready. `defer` is a 0 ms timeout used to report a
- * failure that happens at once; it must outlive the connection. Always
- * returns a connection: failures arrive through on_failed. */
-pgconn_t *pgconn_start(h2o_loop_t *loop, h2o_timeout_t *defer, unsigned id,
+/* Starts connecting on `loop`. `id` names the connection in log lines
+ * ("pg#3"), among them the debug line logged for each notice the server
+ * sends. With params->pipeline the connection enters pipeline mode once
+ * open, then calls on_ready. A failure found at once is reported on the
+ * loop's next turn, through `timers` (which also free the connection after
+ * pgconn_close), so the caller never sees a callback before this returns.
+ * Always returns a connection: failures arrive through on_failed. */
+pgconn_t *pgconn_start(h2o_loop_t *loop, timers_t *timers, unsigned id,
                        const pgconn_params_t *params, const pgconn_callbacks_t *cb, void *data);
 
 /* Sends one command, params->statements[statement] with text parameters
@@ -86,9 +90,10 @@ int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values);
 /* Commands sent and not yet answered. */
 unsigned pgconn_in_flight(const pgconn_t *conn);
 
-/* Closes the h2o socket (a dup of libpq's) and then the PGconn, and frees the
- * connection. Safe inside a pgconn callback (the memory is freed when the
- * callback returns); no callback follows. */
+/* Ends the connection now: the h2o socket (a dup of libpq's), then the
+ * PGconn, are closed (PQfinish: the server's session ends), and no callback
+ * follows; the memory is freed on the loop's next turn. Safe inside a pgconn
+ * callback. */
 void pgconn_close(pgconn_t *conn);
 
 #endif

@@ -193,6 +193,18 @@ static void build_options(pgparams_t *p, const PQconninfoOption *url,
              ours, timeout);
 }
 
+/* The start-up line's name for the database: DB_URL's own fields, no password. */
+static void describe(pgparams_t *p, const PQconninfoOption *url)
+{
+    const char *user = conninfo_value(url, "user"), *host = conninfo_value(url, "host"),
+               *port = conninfo_value(url, "port"), *dbname = conninfo_value(url, "dbname");
+    user = user != NULL ? user : "";
+    port = port != NULL ? port : "";
+    snprintf(p->target, sizeof(p->target), "%s%s%s%s%s/%s", user, user[0] ? "@" : "",
+             host != NULL && host[0] ? host : "(default)", port[0] ? ":" : "", port,
+             dbname != NULL ? dbname : "");
+}
+
 int pgparams_build(pgparams_t *p, const char *db_url, const pool_settings_t *pool,
                    const pgconn_statement_t *statements, size_t nstatements, char *err,
                    size_t errlen)
@@ -208,6 +220,7 @@ int pgparams_build(pgparams_t *p, const char *db_url, const pool_settings_t *poo
         PQfreemem(parse_err);
         return -1;
     }
+    describe(p, opts);
     PQconninfoOption *defaults = libpq_defaults(opts);
     int rc = resolve_hosts(p, opts, defaults, err, errlen);
     if (rc == 0) {

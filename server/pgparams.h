@@ -34,6 +34,8 @@ typedef struct pgparams {
     pgconn_params_t conn; /* what pgconn_start takes: the above, pipeline mode (--pipeline
                              or --prepared), the statements, and whether they are
                              prepared (--prepared) */
+    char target[256];     /* the database as DB_URL names it, for the start-up line:
+                             user@host:port/dbname, without the password */
 } pgparams_t;
 
 /* Parses db_url and builds the parameters for pools with `pool`'s settings

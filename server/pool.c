@@ -15,9 +15,20 @@
  * POOL_ERR_UNAVAILABLE. The deadline starts again for each new oldest, since
  * the server runs a connection's statements one after the other.
  *
- * Back-off: connections that fail together (started before the back-off that
- * their failure would start) are one round and double it once, so POOL_MAX
- * connections refused at the same moment wait 100 ms, not a second.
+ * Back-off: a failed connect makes new queries fail fast (503) for 50 ms,
+ * doubling with each failure to 1 s, and the pool tries again when it ends
+ * (pool->retry). Connections that fail together (started before the back-off
+ * that their failure would start) are one round and double it once, so
+ * POOL_MAX connections refused at the same moment wait 50 ms, not a second.
+ *
+ * Time: every deadline is an entry on the loop's timers. The idle timeout
+ * and the acquire timeout are the same length for every connection and every
+ * query, and come in the order of a list (the idle list's cold end, the wait
+ * queue's head), so each is one entry per pool, due for the oldest; it is
+ * moved only when it fires, so a query that passes through the pool costs
+ * none of them. A discarded connection leaves its lists at once and is freed
+ * on the loop's next turn (timers_defer), as pgconn's are, so a callback that
+ * discards it returns through code that may still read it.
  *
  * Drain (pool_shutdown): the connections that running and already waiting
  * queries need stay until that work is done; none is opened; a new query is
@@ -57,9 +68,9 @@ typedef struct pool_conn {
     enum pool_conn_state state;
     h2o_linklist_t link; /* in the list of its state */
     pgconn_t *pg;
-    unsigned backoff_round; /* pool->backoff_round when it started connecting */
-    int delivering;         /* inside a query's callback: take no new query now (see pool_query) */
-    h2o_timeout_entry_t idle_entry; /* IDLE: the idle timeout */
+    unsigned backoff_round;         /* pool->backoff_round when it started connecting */
+    uint64_t active_ns;             /* it connected, or its last result came: IDLE since then */
+    timer_entry_t release;          /* GONE: frees it on the loop's next turn */
     timer_entry_t connect_deadline; /* CONNECTING: on pool->timers */
     timer_entry_t query_deadline;   /* BUSY: the oldest query's backstop, on pool->timers */
     timer_entry_t answer_deadline;  /* BUSY, pipeline mode: when the oldest query still
@@ -121,6 +132,14 @@ static size_t total(pool_t *pool)
     return pool->connecting.len + pool->idle.len + pool->busy.len;
 }
 
+/* (Re)links a pool-wide entry for `due_ns`: whether or not it was linked,
+ * it is now due then, and only then. */
+static void relink(pool_t *pool, timer_entry_t *e, uint64_t due_ns)
+{
+    timers_unlink(pool->timers, e);
+    timers_link(pool->timers, e, due_ns);
+}
+
 /* The one writer of conn->state: checks the transition, moves lists, arms timers. */
 static void pool_conn_set_state(pool_conn_t *conn, enum pool_conn_state next)
 {
@@ -147,7 +166,6 @@ static void pool_conn_set_state(pool_conn_t *conn, enum pool_conn_state next)
         return;
     if (list_of(pool, prev) != NULL)
         list_remove(list_of(pool, prev), &conn->link);
-    h2o_timeout_unlink(&conn->idle_entry);
     timers_unlink(pool->timers, &conn->connect_deadline);
     timers_unlink(pool->timers, &conn->query_deadline);
     timers_unlink(pool->timers, &conn->answer_deadline);
@@ -161,7 +179,9 @@ static void pool_conn_set_state(pool_conn_t *conn, enum pool_conn_state next)
         break;
     case POOL_CONN_IDLE:
         list_push_front(&pool->idle, &conn->link); /* LIFO reuse */
-        h2o_timeout_link(pool->loop, &pool->idle_timeout, &conn->idle_entry);
+        /* The reaper is due for the cold end; the first idle one arms it. */
+        if (!timers_is_linked(&pool->idle_reaper))
+            timers_link(pool->timers, &pool->idle_reaper, conn->active_ns + pool->idle_timeout_ns);
         break;
     case POOL_CONN_BUSY:
         list_push_back(&pool->busy, &conn->link);
@@ -188,7 +208,6 @@ static pool_query_t *pop_waiting(pool_t *pool)
         return NULL;
     pool_query_t *q = H2O_STRUCT_FROM_MEMBER(pool_query_t, link, pool->waiting.head.next);
     list_remove(&pool->waiting, &q->link);
-    h2o_timeout_unlink(&q->acquire_entry);
     return q;
 }
 
@@ -209,7 +228,8 @@ static int conn_send(pool_conn_t *conn, pool_query_t *q)
     uint64_t now = stats_now_ns();
 
     assert(conn->count < pool->per_conn);
-    histogram_observe(&pool->stats.acquire, (now - q->enqueued_ns) / 1e9);
+    q->wait_ns = now - q->enqueued_ns;
+    histogram_observe(&pool->stats.acquire, (double)q->wait_ns / 1e9);
     pool_conn_set_state(conn, POOL_CONN_BUSY);
     pool_inflight_t *slot = &conn->slots[(conn->head + conn->count) % pool->per_conn];
     slot->query = q;
@@ -249,7 +269,7 @@ static void conn_fill(pool_conn_t *conn)
         pool_conn_set_state(conn, POOL_CONN_IDLE);
 }
 
-static void on_idle_timeout(h2o_timeout_entry_t *entry);
+static void on_release(timer_entry_t *entry);
 static void on_connect_timeout(timer_entry_t *entry);
 static void on_query_timeout(timer_entry_t *entry);
 static void on_answer_due(timer_entry_t *entry);
@@ -262,7 +282,7 @@ static void start_connection(pool_t *pool)
     conn->pool = pool;
     conn->id = ++pool->next_conn_id;
     conn->state = POOL_CONN_NEW;
-    conn->idle_entry.cb = on_idle_timeout;
+    conn->release.cb = on_release;
     conn->connect_deadline.cb = on_connect_timeout;
     conn->query_deadline.cb = on_query_timeout;
     conn->answer_deadline.cb = on_answer_due;
@@ -270,12 +290,11 @@ static void start_connection(pool_t *pool)
     conn_log(debug, conn, "%s", "connecting");
     /* pgconn_start never calls back before returning. */
     conn->backoff_round = pool->backoff_round;
-    conn->pg =
-        pgconn_start(pool->loop, &pool->defer_timeout, conn->id, pool->params, &pg_callbacks, conn);
+    conn->pg = pgconn_start(pool->loop, pool->timers, conn->id, pool->params, &pg_callbacks, conn);
 }
 
 /* Opens connections while queries wait and the limit allows (one per waiter).
- * After a failed connect it waits out the back-off on the retry timer. */
+ * After a failed connect it waits out the back-off: pool->retry, due when it ends. */
 static void grow(pool_t *pool)
 {
     if (pool->shutting_down)
@@ -283,8 +302,7 @@ static void grow(pool_t *pool)
     while (pool->connecting.len * pool->per_conn < pool->waiting.len &&
            total(pool) < (size_t)pool->settings.max) {
         if (stats_now_ns() < pool->down_until_ns) {
-            if (!h2o_timeout_is_linked(&pool->retry_entry))
-                h2o_timeout_link(pool->loop, &pool->retry_timeout, &pool->retry_entry);
+            relink(pool, &pool->retry, pool->down_until_ns);
             return;
         }
         start_connection(pool);
@@ -324,7 +342,7 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
     STAT_SUB(pool->in_flight, conn->count);
     pool_conn_set_state(conn, POOL_CONN_GONE);
     pgconn_close(conn->pg);
-    free(conn);
+    timers_defer(pool->timers, &conn->release); /* the memory; nothing else reads it now */
 
     /* Every query still wanted is answered once; one cancelled by an earlier
      * callback has left the list. */
@@ -357,6 +375,7 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
 static void on_pg_ready(pgconn_t *pg, void *data)
 {
     pool_conn_t *conn = data;
+    conn->active_ns = stats_now_ns();
     STAT_ADD(conn->pool->stats.connects, 1);
     conn->pool->backoff_ms = 50;
     conn->pool->down_until_ns = 0;
@@ -394,6 +413,7 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
     STAT_SUB(pool->in_flight, 1);
     pool_query_t *q = done.query;
     uint64_t now = stats_now_ns(), took = now - done.sent_ns;
+    conn->active_ns = now;
     /* The deadline now watches the next oldest, if any. */
     timers_unlink(pool->timers, &conn->query_deadline);
     if (conn->count > 0 && pool->has_query_timeout)
@@ -416,13 +436,12 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
     }
     if (q != NULL) {
         q->duration_ns = took;
-        conn->delivering = 1;
         finish_query(q, err == POOL_OK ? res : NULL, err);
-        conn->delivering = 0;
     }
-    /* Nothing in the callback could free the connection: it was busy, and
-     * `delivering` kept new queries off it. */
-    conn_fill(conn);
+    /* The callback may have put a query on it (pipeline mode), or even
+     * discarded it: then its memory lasts until the next turn, and it is done. */
+    if (conn->state != POOL_CONN_GONE)
+        conn_fill(conn);
 }
 
 static void on_pg_failed(pgconn_t *pg, const char *why, void *data)
@@ -434,10 +453,28 @@ static void on_pg_failed(pgconn_t *pg, const char *why, void *data)
 
 /* ---- timers ------------------------------------------------------------------------------ */
 
-static void on_idle_timeout(h2o_timeout_entry_t *entry)
+static void on_release(timer_entry_t *entry)
 {
-    pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, idle_entry, entry);
-    conn_discard(conn, POOL_OK, NULL);
+    free(H2O_STRUCT_FROM_MEMBER(pool_conn_t, release, entry));
+}
+
+/* The idle timeout: closes every connection idle for that long, from the
+ * cold end of the idle list (the longest idle, since reuse is LIFO), and is
+ * due again for the next one there. */
+static void on_idle_reap(timer_entry_t *entry)
+{
+    pool_t *pool = H2O_STRUCT_FROM_MEMBER(pool_t, idle_reaper, entry);
+    uint64_t now = stats_now_ns();
+
+    while (pool->idle.len > 0) {
+        pool_conn_t *cold = H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.prev);
+        uint64_t due = cold->active_ns + pool->idle_timeout_ns;
+        if (due > now) {
+            relink(pool, entry, due);
+            return;
+        }
+        conn_discard(cold, POOL_OK, NULL);
+    }
 }
 
 static void on_connect_timeout(timer_entry_t *entry)
@@ -472,8 +509,9 @@ static void on_answer_due(timer_entry_t *entry)
     pool_t *pool = conn->pool;
     uint64_t now = stats_now_ns();
 
-    /* A callback must not put a new query on this connection while it is walked. */
-    conn->delivering = 1;
+    h2o_linklist_t late; /* answered after the walk: a callback may change the FIFO */
+
+    h2o_linklist_init_anchor(&late);
     for (unsigned i = 0; i < conn->count; i++) {
         pool_inflight_t *slot = &conn->slots[(conn->head + i) % pool->per_conn];
         if (slot->query == NULL)
@@ -487,26 +525,44 @@ static void on_answer_due(timer_entry_t *entry)
         slot->query = NULL;
         slot->timed_out = 1;
         q->duration_ns = now - slot->sent_ns;
+        /* Off the connection: a callback that cancels it finds it on `late`. */
+        q->state = POOL_QUERY_ORPHANED;
+        q->conn = NULL;
+        h2o_linklist_insert(&late, &q->link);
         STAT_ADD(pool->stats.query_timeouts, 1);
+    }
+    while (!h2o_linklist_is_empty(&late)) {
+        pool_query_t *q = H2O_STRUCT_FROM_MEMBER(pool_query_t, link, late.next);
+        h2o_linklist_unlink(&q->link);
         finish_query(q, NULL, POOL_ERR_QUERY_TIMEOUT);
     }
-    conn->delivering = 0;
 }
 
-static void on_acquire_timeout(h2o_timeout_entry_t *entry)
+/* The acquire timeout: fails every query that has waited that long, from the
+ * head of the queue (the oldest, since it is FIFO), and is due again for the
+ * next one there. A callback may queue a query (which links this entry for
+ * itself), so the entry is moved to the head's deadline whether linked or not. */
+static void on_acquire_reap(timer_entry_t *entry)
 {
-    pool_query_t *q = H2O_STRUCT_FROM_MEMBER(pool_query_t, acquire_entry, entry);
-    pool_t *pool = q->pool;
+    pool_t *pool = H2O_STRUCT_FROM_MEMBER(pool_t, acquire_reaper, entry);
+    uint64_t now = stats_now_ns();
 
-    list_remove(&pool->waiting, &q->link);
-    STAT_ADD(pool->stats.acquire_timeouts, 1);
-    finish_query(q, NULL, POOL_ERR_ACQUIRE_TIMEOUT);
+    while (pool->waiting.len > 0) {
+        pool_query_t *q = H2O_STRUCT_FROM_MEMBER(pool_query_t, link, pool->waiting.head.next);
+        uint64_t due = q->enqueued_ns + pool->acquire_timeout_ns;
+        if (due > now) {
+            relink(pool, entry, due);
+            return;
+        }
+        list_remove(&pool->waiting, &q->link);
+        STAT_ADD(pool->stats.acquire_timeouts, 1);
+        finish_query(q, NULL, POOL_ERR_ACQUIRE_TIMEOUT);
+    }
 }
 
-static void on_retry(h2o_timeout_entry_t *entry)
+static void on_retry(timer_entry_t *entry)
 {
-    pool_t *pool = H2O_STRUCT_FROM_MEMBER(pool_t, retry_entry, entry);
-    grow(pool);
+    grow(H2O_STRUCT_FROM_MEMBER(pool_t, retry, entry));
 }
 
 /* ---- public ------------------------------------------------------------------------------ */
@@ -538,18 +594,18 @@ void pool_start(pool_t *pool, h2o_loop_t *loop, timers_t *timers)
     pool->loop = loop;
     pool->timers = timers;
     const pool_settings_t *s = &pool->settings;
-    h2o_timeout_init(loop, &pool->idle_timeout, (uint64_t)s->idle_timeout_ms);
-    h2o_timeout_init(loop, &pool->acquire_timeout, (uint64_t)s->acquire_timeout_ms);
+    pool->idle_timeout_ns = (uint64_t)s->idle_timeout_ms * 1000000;
+    pool->acquire_timeout_ns = (uint64_t)s->acquire_timeout_ms * 1000000;
     /* The server's statement_timeout ends a slow query and keeps the connection;
      * this deadline, a second later, catches a database that stopped answering. */
     pool->query_deadline_ns = ((uint64_t)s->query_timeout_ms + 1000) * 1000000;
     pool->query_timeout_ns = (uint64_t)s->query_timeout_ms * 1000000;
     pool->connect_timeout_ns = (uint64_t)s->connect_timeout_ms * 1000000;
-    h2o_timeout_init(loop, &pool->retry_timeout, 100);
-    h2o_timeout_init(loop, &pool->defer_timeout, 0);
     pool->has_acquire_timeout = s->acquire_timeout_ms > 0;
     pool->has_query_timeout = s->query_timeout_ms > 0;
-    pool->retry_entry.cb = on_retry;
+    pool->idle_reaper.cb = on_idle_reap;
+    pool->acquire_reaper.cb = on_acquire_reap;
+    pool->retry.cb = on_retry;
 }
 
 /* A connection that can take a query now, without overtaking a waiter: the
@@ -568,9 +624,7 @@ static pool_conn_t *pick_connection(pool_t *pool)
     pool_conn_t *best = NULL;
     for (h2o_linklist_t *n = pool->busy.head.next; n != &pool->busy.head; n = n->next) {
         pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, n);
-        /* One delivering a result takes its waiters when the callback returns. */
-        if (conn->count < pool->per_conn && !conn->delivering &&
-            (best == NULL || conn->count < best->count))
+        if (conn->count < pool->per_conn && (best == NULL || conn->count < best->count))
             best = conn;
     }
     return best;
@@ -581,7 +635,7 @@ enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
     assert(q->statement >= 0 && (size_t)q->statement < pool->nstatements);
     q->pool = pool;
     q->conn = NULL;
-    q->duration_ns = 0;
+    q->duration_ns = q->wait_ns = 0;
     q->enqueued_ns = stats_now_ns();
 
     if (pool->shutting_down) {
@@ -608,10 +662,9 @@ enum pool_admit pool_query(pool_t *pool, pool_query_t *q)
     }
     q->state = POOL_QUERY_WAITING;
     list_push_back(&pool->waiting, &q->link);
-    if (pool->has_acquire_timeout) {
-        q->acquire_entry.cb = on_acquire_timeout;
-        h2o_timeout_link(pool->loop, &pool->acquire_timeout, &q->acquire_entry);
-    }
+    /* Due for the head of the queue: the first waiter arms it. */
+    if (pool->has_acquire_timeout && !timers_is_linked(&pool->acquire_reaper))
+        timers_link(pool->timers, &pool->acquire_reaper, q->enqueued_ns + pool->acquire_timeout_ns);
     grow(pool);
     return POOL_ADMITTED;
 }
@@ -621,10 +674,9 @@ void pool_query_cancel(pool_t *pool, pool_query_t *q)
     switch (q->state) {
     case POOL_QUERY_WAITING:
         list_remove(&pool->waiting, &q->link);
-        h2o_timeout_unlink(&q->acquire_entry);
         break;
     case POOL_QUERY_ORPHANED:
-        /* Its connection is gone; conn_discard has not answered it yet. */
+        /* Off its connection (gone, or its answer is due); not answered yet. */
         h2o_linklist_unlink(&q->link);
         break;
     case POOL_QUERY_RUNNING: {
@@ -654,7 +706,7 @@ void pool_shutdown(pool_t *pool)
     /* Queries already waiting still run (they belong to requests in flight);
      * from now on a connection that has nothing to do is closed, not idled. */
     pool->shutting_down = 1;
-    h2o_timeout_unlink(&pool->retry_entry);
+    timers_unlink(pool->timers, &pool->retry);
     while (pool->idle.len > 0)
         conn_discard(H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next),
                      POOL_ERR_SHUTDOWN, "shutting down");
@@ -670,9 +722,84 @@ int pool_is_empty(pool_t *pool)
 void pool_dispose(pool_t *pool)
 {
     assert(pool_is_empty(pool));
-    h2o_timeout_unlink(&pool->retry_entry);
-    h2o_timeout_dispose(pool->loop, &pool->idle_timeout);
-    h2o_timeout_dispose(pool->loop, &pool->acquire_timeout);
-    h2o_timeout_dispose(pool->loop, &pool->retry_timeout);
-    h2o_timeout_dispose(pool->loop, &pool->defer_timeout);
+    timers_unlink(pool->timers, &pool->retry);
+    timers_unlink(pool->timers, &pool->idle_reaper);
+    timers_unlink(pool->timers, &pool->acquire_reaper);
+}
+
+/* ---- the metrics page's figures ---------------------------------------------------------- */
+
+void pool_report_init(pool_report_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    histogram_init(&r->stats.acquire, stats_fine_bounds, stats_fine_nbounds);
+    for (size_t i = 0; i < POOL_STATEMENTS_MAX; i++)
+        histogram_init(&r->stats.query[i], stats_fine_bounds, stats_fine_nbounds);
+}
+
+/* Read from each pool's lists now, not kept as separate counters. */
+void pool_report_add(pool_report_t *r, const pool_t *pool)
+{
+    size_t idle = STAT_READ(pool->idle.len);
+    r->connections += STAT_READ(pool->connecting.len) + idle + STAT_READ(pool->busy.len);
+    r->idle += idle;
+    r->waiting += STAT_READ(pool->waiting.len);
+    r->in_flight += STAT_READ(pool->in_flight);
+    r->max += pool->settings.max;
+    const pool_stats_t *st = &pool->stats;
+    r->stats.connection_errors += STAT_READ(st->connection_errors);
+    r->stats.connects += STAT_READ(st->connects);
+    r->stats.rejected += STAT_READ(st->rejected);
+    r->stats.acquire_timeouts += STAT_READ(st->acquire_timeouts);
+    r->stats.query_timeouts += STAT_READ(st->query_timeouts);
+    histogram_accumulate(&r->stats.acquire, &st->acquire);
+    for (size_t i = 0; i < pool->nstatements; i++)
+        histogram_accumulate(&r->stats.query[i], &st->query[i]);
+    r->statements = pool->statements;
+    r->nstatements = pool->nstatements;
+}
+
+void pool_report_write(const pool_report_t *r, exposition_t *o)
+{
+    exposition_one(o, "notes_db_pool_connections", "gauge",
+                   "Open database connections, including those still connecting (pg.Pool "
+                   "totalCount).",
+                   r->connections);
+    exposition_one(o, "notes_db_pool_idle_connections", "gauge",
+                   "Connections ready for a query (pg.Pool idleCount).", r->idle);
+    exposition_one(o, "notes_db_pool_waiting_requests", "gauge",
+                   "Queries waiting for a connection (pg.Pool waitingCount).", r->waiting);
+    exposition_one(o, "notes_db_pool_queries_in_flight", "gauge",
+                   "Queries sent and not yet answered, over every connection (above the busy "
+                   "connections only with --pipeline).",
+                   r->in_flight);
+    exposition_one(o, "notes_db_pool_max_connections", "gauge",
+                   "The pool's connection limit (POOL_MAX).", (uint64_t)r->max);
+    exposition_family(o, "notes_db_pool_acquire_duration_seconds", "histogram",
+                      "Seconds from a query entering the pool to a connection being handed to "
+                      "it.");
+    exposition_histogram(o, "notes_db_pool_acquire_duration_seconds", "", &r->stats.acquire, NULL);
+    exposition_family(o, "notes_db_query_duration_seconds", "histogram",
+                      "Seconds from sending a statement to its complete result, per statement.");
+    for (size_t i = 0; i < r->nstatements; i++) {
+        char labels[64];
+        snprintf(labels, sizeof(labels), "statement=\"%s\",", r->statements[i].name);
+        exposition_histogram(o, "notes_db_query_duration_seconds", labels, &r->stats.query[i],
+                             NULL);
+    }
+    exposition_one(o, "notes_db_connection_errors_total", "counter",
+                   "Connection attempts that failed and connections that broke.",
+                   r->stats.connection_errors);
+    exposition_one(o, "notes_db_connections_opened_total", "counter",
+                   "Connections opened successfully.", r->stats.connects);
+    exposition_one(o, "notes_db_pool_rejected_total", "counter",
+                   "Queries answered 503 at once: queue full, database down or shutting down.",
+                   r->stats.rejected);
+    exposition_one(o, "notes_db_pool_acquire_timeouts_total", "counter",
+                   "Queries that waited longer than POOL_ACQUIRE_TIMEOUT_MS (503).",
+                   r->stats.acquire_timeouts);
+    exposition_one(o, "notes_db_query_timeouts_total", "counter",
+                   "Queries that ran past QUERY_TIMEOUT_MS (504), each once: statement_timeout, "
+                   "the --pipeline deadline from sending, or the loop's backstop.",
+                   r->stats.query_timeouts);
 }

@@ -24,6 +24,7 @@
 #include <h2o.h>
 #include <libpq-fe.h>
 #include "compiler.h"
+#include "exposition.h"
 #include "pgconn.h"
 #include "stats.h"
 #include "timers.h"
@@ -61,8 +62,8 @@ enum pool_query_state {
     POOL_QUERY_NEW,      /* the caller's zeroed memory, before pool_query */
     POOL_QUERY_WAITING,  /* on pool->waiting */
     POOL_QUERY_RUNNING,  /* sent on conn, in its FIFO of queries in flight */
-    POOL_QUERY_ORPHANED, /* its connection was discarded; waits for its answer on the
-                            discard's list (q->link), its connection already freed */
+    POOL_QUERY_ORPHANED, /* off its connection (discarded, or its pipeline deadline
+                            passed): on a list of queries about to be answered (q->link) */
     POOL_QUERY_DONE,     /* callback called, or cancelled */
 };
 
@@ -75,13 +76,13 @@ struct pool_query {
     pool_query_cb cb;
     void *data;           /* for the caller */
     uint64_t duration_ns; /* set before the callback: from send to result */
+    uint64_t wait_ns;     /* set when it is sent: from entering the pool to a connection */
     /* private to the pool */
     enum pool_query_state state;
-    h2o_linklist_t link;               /* in pool->waiting, or a discard's list */
-    h2o_timeout_entry_t acquire_entry; /* acquire deadline while waiting */
-    struct pool *pool;                 /* while waiting or running */
-    struct pool_conn *conn;            /* while running */
-    uint64_t enqueued_ns;
+    h2o_linklist_t link;    /* in pool->waiting, or a list of queries about to be answered */
+    struct pool *pool;      /* while waiting or running */
+    struct pool_conn *conn; /* while running */
+    uint64_t enqueued_ns;   /* entered the pool; its acquire deadline runs from here */
 };
 
 /* A list with its length: the pool's state lists. */
@@ -137,13 +138,17 @@ typedef struct pool {
     pool_list_t waiting;                /* pool_query_t, FIFO */
     size_t in_flight; /* queries sent and not yet answered, over every connection (a gauge) */
 
-    timers_t *timers; /* the loop's: connect and query deadlines */
+    timers_t *timers; /* the loop's: every deadline of the pool, and its deferred frees */
     uint64_t connect_timeout_ns, query_deadline_ns, query_timeout_ns;
-    h2o_timeout_t idle_timeout, acquire_timeout, retry_timeout, defer_timeout;
-    h2o_timeout_entry_t retry_entry; /* opens a connection again after a back-off */
+    uint64_t idle_timeout_ns, acquire_timeout_ns;
+    /* One entry each for what comes in FIFO order, so each is due for the
+     * oldest only: the idle list's cold end, the wait queue's head. */
+    timer_entry_t idle_reaper;    /* closes connections idle for idle_timeout_ns */
+    timer_entry_t acquire_reaper; /* fails queries that waited acquire_timeout_ns */
+    timer_entry_t retry;          /* opens a connection again when a back-off ends */
     int has_acquire_timeout, has_query_timeout;
     uint64_t down_until_ns; /* fail fast until then, after a failed connect */
-    uint64_t backoff_ms;    /* next backoff after a failed connect */
+    uint64_t backoff_ms;    /* the next back-off after a failed connect: 50 ms doubling to 1 s */
     unsigned backoff_round; /* bumped when a back-off starts; see conn_discard */
     unsigned next_conn_id;
     int shutting_down; /* draining: no new connection, no new query */
@@ -156,8 +161,8 @@ typedef struct pool {
 void pool_configure(pool_t *pool, const pool_settings_t *settings, const pgconn_params_t *params,
                     const pool_statement_t *statements, size_t nstatements);
 
-/* Attaches the pool to its loop and the loop's timer service (the connect
- * and query deadlines); call once before the first query. */
+/* Attaches the pool to its loop and the loop's timer service (every deadline
+ * of the pool); call once before the first query. */
 void pool_start(pool_t *pool, h2o_loop_t *loop, timers_t *timers);
 
 /* Runs statement q->statement with q->params; see enum pool_admit. While the
@@ -184,7 +189,29 @@ void pool_shutdown(pool_t *pool);
 /* 1 once no connection is left and nothing waits (after pool_shutdown). */
 int pool_is_empty(pool_t *pool);
 
-/* Frees the timers; the pool must be empty. */
+/* ---- the metrics page's figures ---------------------------------------------------------- */
+
+/* Every loop's pool, added up: the list lengths now, the cumulative figures. */
+typedef struct pool_report {
+    size_t connections, idle, waiting, in_flight;
+    int max;
+    pool_stats_t stats;                 /* summed; its histograms merged */
+    const pool_statement_t *statements; /* the statements' names, for their label */
+    size_t nstatements;
+} pool_report_t;
+
+/* Starts an empty report (its histograms with the pool's bounds). */
+void pool_report_init(pool_report_t *r);
+
+/* Adds one pool's figures, read from its lists (STAT_READ); from any thread. */
+void pool_report_add(pool_report_t *r, const pool_t *pool);
+
+/* Writes the notes_db_* families; every statement gets a series of
+ * notes_db_query_duration_seconds, labelled with its name. */
+void pool_report_write(const pool_report_t *r, exposition_t *o);
+
+/* Takes the pool's entries off the loop's timers; the pool must be empty.
+ * The last connections' memory goes with the timers' next pass (timers_stop). */
 void pool_dispose(pool_t *pool);
 
 #endif

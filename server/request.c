@@ -1,11 +1,14 @@
 /*
- * request.c - the request context's life: begin, timer, Server-Timing, dispose (see request.h).
+ * request.c - the request context's life: begin, timer, Server-Timing,
+ * dispose; and the loops' requests added up for the metrics page (see request.h).
  */
 #include <assert.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <cJSON.h>
 #include "log.h"
 #include "request.h"
@@ -60,6 +63,82 @@ static enum client_state client_state(notesd_req_t *r)
     return state == TCP_CLOSE_WAIT ? CLIENT_HALF_CLOSED : CLIENT_RESET;
 }
 
+/* 1 if notesd itself reset the request's connection (/fault's reset, which
+ * marks the socket with SO_LINGER 0: no other socket of notesd has it): the
+ * other streams of an HTTP/2 connection end with it, and their clients did
+ * not leave. Asked only of a request ending without an answer. */
+static int reset_by_notesd(notesd_req_t *r)
+{
+    h2o_conn_t *conn = r->req->conn;
+    h2o_socket_t *sock =
+        conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+    struct linger linger;
+    socklen_t len = sizeof(linger);
+
+    return sock != NULL &&
+           getsockopt(h2o_socket_get_fd(sock), SOL_SOCKET, SO_LINGER, &linger, &len) == 0 &&
+           linger.l_onoff && linger.l_linger == 0;
+}
+
+static int64_t timeval_us(const struct timeval *tv)
+{
+    return (int64_t)tv->tv_sec * 1000000 + tv->tv_usec;
+}
+
+/* The request's record in its loop's journal (journal.h). The wall clock is
+ * read once, now (the request's end); its start is that less the monotonic
+ * time it took, so both are microseconds of the same clock. h2o's own
+ * timestamps (the connection's accept, the head's first bytes) come from the
+ * loop's cached clock, refreshed when the loop's millisecond moves. */
+static void journal_request(notesd_req_t *r, uint64_t now_ns, uint8_t method,
+                            const traceparent_t *trace)
+{
+    h2o_req_t *req = r->req;
+    h2o_conn_t *conn = req->conn;
+    struct timespec wall;
+    journal_record_t rec; /* every field set below; request_id's bytes past its length unused */
+
+    clock_gettime(CLOCK_REALTIME, &wall);
+    rec.seq = 0;
+    rec.kind = JOURNAL_HTTP;
+    rec.loop = (uint8_t)r->loop->index;
+    rec.conn_id = conn->id;
+    rec.conn_at_us = timeval_us(&conn->connected_at);
+    rec.arrived_us = timeval_us(&req->timestamps.request_begin_at);
+    rec.ended_us = (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000;
+    rec.started_us = rec.ended_us - (int64_t)((now_ns - r->start_ns) / 1000);
+    h2o_socket_t *sock =
+        conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+    rec.proto = (uint8_t)((req->version >= 0x200 ? JOURNAL_H2 : JOURNAL_H1) |
+                          (sock != NULL && sock->ssl != NULL ? JOURNAL_TLS : 0));
+    rec.stream_id = 0;
+    if (req->version >= 0x200 && conn->callbacks->log_.http2.stream_id != NULL) {
+        /* h2o's access-log callback: the id as text, in the request's pool */
+        h2o_iovec_t id = conn->callbacks->log_.http2.stream_id(req);
+        for (size_t k = 0; k < id.len && id.base[k] >= '0' && id.base[k] <= '9'; k++)
+            rec.stream_id = rec.stream_id * 10 + (uint32_t)(id.base[k] - '0');
+    }
+    rec.method = method;
+    rec.route = r->route;
+    rec.status = (uint16_t)r->status;
+    rec.bytes_in = req->entity.base != NULL ? (uint32_t)req->entity.len : 0;
+    rec.bytes_out = (uint32_t)req->bytes_sent;
+    rec.query_us = (uint32_t)(r->db_ns / 1000);
+    rec.wait_us = (uint32_t)(r->wait_ns / 1000);
+    rec.trace_hi = trace != NULL ? trace->trace_hi : 0;
+    rec.trace_lo = trace != NULL ? trace->trace_lo : 0;
+    rec.request_id_len = rec.request_id_cut = 0;
+    memset(rec.pad, 0, sizeof(rec.pad));
+    ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
+    if (i >= 0) {
+        h2o_iovec_t v = req->headers.entries[i].value;
+        rec.request_id_cut = v.len > JOURNAL_REQUEST_ID_MAX;
+        rec.request_id_len = (uint8_t)(rec.request_id_cut ? JOURNAL_REQUEST_ID_MAX : v.len);
+        memcpy(rec.request_id, v.base, rec.request_id_len);
+    }
+    journal_add(r->loop->journal, &rec);
+}
+
 /* Runs when h2o disposes of the request: after its response was written, or
  * when the connection closed first (status 0). */
 static void on_request_disposed(void *p)
@@ -78,11 +157,12 @@ static void on_request_disposed(void *p)
         r->unanswered = 1;
     }
     r->status = r->unanswered ? 0 : r->req->res.status;
-    if (r->status == 0 && r->gone == REQUEST_PRESENT && !r->own_reset)
+    if (r->status == 0 && r->gone == REQUEST_PRESENT && !r->own_reset && !reset_by_notesd(r))
         r->gone = REQUEST_GONE_ABORTED;
     if (r->gone != REQUEST_PRESENT)
         STAT_ADD(r->stats->clients_gone[r->gone - 1], 1);
-    double seconds = (double)(stats_now_ns() - r->start_ns) / 1e9;
+    uint64_t now = stats_now_ns();
+    double seconds = (double)(now - r->start_ns) / 1e9;
     uint8_t method = method_index(r->req->method);
     int traced = request_trace(r, &trace);
     if (!traced)
@@ -92,6 +172,8 @@ static void on_request_disposed(void *p)
                                   trace.trace_lo);
     if (log_level_current >= LOG_DEBUG)
         log_request(r, seconds, traced ? &trace : NULL);
+    if (r->loop->journal != NULL)
+        journal_request(r, now, method, traced ? &trace : NULL);
     STAT_SUB(r->stats->in_flight, 1);
 }
 
@@ -114,18 +196,19 @@ int request_trace(notesd_req_t *r, traceparent_t *out)
     return 0;
 }
 
-notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats,
+notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, const request_loop_t *loop, int measured,
                             const request_settings_t *settings)
 {
     notesd_req_t *r = h2o_mem_alloc_shared(&req->pool, sizeof(*r), on_request_disposed);
     memset(r, 0, sizeof(*r));
     r->req = req;
     r->settings = settings;
-    r->stats = stats;
+    r->loop = loop;
+    r->stats = measured ? loop->stats : NULL;
     r->route = route;
     r->start_ns = stats_now_ns();
-    if (stats != NULL)
-        STAT_ADD(stats->in_flight, 1);
+    if (measured)
+        STAT_ADD(r->stats->in_flight, 1);
     return r;
 }
 
@@ -133,6 +216,7 @@ notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats,
 static void on_db_dispose(notesd_req_t *r)
 {
     pool_query_t *q = &r->u.db.query;
+    r->wait_ns = q->wait_ns;
     if (q->pool != NULL)
         pool_query_cancel(q->pool, q);
     cJSON_Delete(r->u.db.input.json);
@@ -161,9 +245,9 @@ static void on_request_timer(timer_entry_t *entry)
     r->timer.on_due(r);
 }
 
-int request_timer_arm(notesd_req_t *r, timers_t *timers, uint64_t due_ns,
-                      void (*on_due)(notesd_req_t *r))
+int request_timer_arm(notesd_req_t *r, uint64_t due_ns, void (*on_due)(notesd_req_t *r))
 {
+    timers_t *timers = r->loop->timers;
     assert(!timers_is_linked(&r->timer.entry));
     if (timers_pending(timers) >= REQUEST_TIMERS_MAX)
         return -1;
@@ -249,4 +333,139 @@ void request_add_server_timing(notesd_req_t *r)
     }
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("server-timing"), 0, NULL,
                           value, (size_t)(p - value));
+}
+
+/* ---- the metrics page's figures ---------------------------------------------------------- */
+
+struct request_report {
+    http_series_t *series; /* merged, in the order first seen */
+    size_t n, cap;
+    h2o_mem_pool_t *pool; /* the exemplars' room, with `exemplars` */
+    int exemplars;
+    int64_t in_flight;
+    uint64_t stalls, stall_ns, sse_events;
+    uint64_t gone[STATS_GONE_REASONS];
+};
+
+request_report_t *request_report_new(h2o_mem_pool_t *pool, int nloops, int exemplars)
+{
+    request_report_t *r = h2o_mem_alloc_pool(pool, sizeof(*r));
+    memset(r, 0, sizeof(*r));
+    /* every series of every loop, and each loop's reserved one, at most */
+    r->cap = (STATS_HTTP_SERIES_MAX + 1) * (size_t)nloops;
+    r->series = h2o_mem_alloc_pool(pool, r->cap * sizeof(*r->series));
+    r->pool = pool;
+    r->exemplars = exemplars;
+    return r;
+}
+
+/* Keeps, per bucket, the newest of `src`'s exemplars and those already in
+ * out->exemplars (allocated at the first one). */
+static void merge_exemplars(request_report_t *r, http_series_t *out, const http_series_t *src)
+{
+    const stats_exemplar_t *from = __atomic_load_n(&src->exemplars, __ATOMIC_ACQUIRE);
+    if (from == NULL)
+        return;
+    for (size_t b = 0; b <= src->duration.nbounds; b++) {
+        stats_exemplar_t e;
+        if (!stats_exemplar_read(&from[b], &e))
+            continue;
+        if (out->exemplars == NULL) {
+            size_t size = (HISTOGRAM_MAX_BUCKETS + 1) * sizeof(*out->exemplars);
+            out->exemplars = memset(h2o_mem_alloc_pool(r->pool, size), 0, size);
+        }
+        if (out->exemplars[b].seq == 0 || e.unix_ms >= out->exemplars[b].unix_ms) {
+            out->exemplars[b] = e;
+            out->exemplars[b].seq = 2; /* whole */
+        }
+    }
+}
+
+void request_report_add(request_report_t *r, const stats_loop_t *m)
+{
+    size_t count = stats_http_nseries(m);
+    for (size_t i = 0; i <= count; i++) {
+        const http_series_t *src = i < count ? &m->series[i] : &m->overflow;
+        if (i == count && STAT_READ(src->duration.count) == 0)
+            break; /* the reserved series, unused */
+        size_t j = 0;
+        while (j < r->n &&
+               (r->series[j].route != src->route || r->series[j].method != src->method ||
+                r->series[j].status != src->status))
+            j++;
+        if (j == r->n) {
+            if (r->n == r->cap)
+                continue;
+            http_series_t *s = &r->series[r->n++];
+            s->route = src->route, s->method = src->method, s->status = src->status;
+            s->exemplars = NULL;
+            histogram_init(&s->duration, stats_http_bounds, stats_http_nbounds);
+        }
+        histogram_accumulate(&r->series[j].duration, &src->duration);
+        if (r->exemplars)
+            merge_exemplars(r, &r->series[j], src);
+    }
+    r->in_flight += STAT_READ(m->in_flight);
+    r->stalls += STAT_READ(m->stalls);
+    r->stall_ns += STAT_READ(m->stall_ns);
+    r->sse_events += STAT_READ(m->sse_events);
+    for (size_t i = 0; i < STATS_GONE_REASONS; i++)
+        r->gone[i] += STAT_READ(m->clients_gone[i]);
+}
+
+/* The labels of one series: `method="GET",path="/notes/:id",status_code="200",`. */
+static void series_labels(const http_series_t *s, const char *const *route_labels, size_t nroutes,
+                          char *out, size_t len)
+{
+    char status[16];
+    if (s->status == STATS_STATUS_OTHER)
+        snprintf(status, sizeof(status), "other");
+    else
+        snprintf(status, sizeof(status), "%d", s->status);
+    snprintf(out, len, "method=\"%s\",path=\"%s\",status_code=\"%s\",",
+             s->method < REQUEST_NUM_METHODS ? request_method_labels[s->method] : "other",
+             s->route < nroutes ? route_labels[s->route] : "other", status);
+}
+
+void request_report_write(const request_report_t *r, exposition_t *o,
+                          const char *const *route_labels, size_t nroutes)
+{
+    char labels[128];
+
+    exposition_family(o, "http_requests_total", "counter",
+                      "Requests answered, by method, route template and status (0: no answer "
+                      "was sent, the client gone first or /fault's reset).");
+    for (size_t i = 0; i < r->n; i++) {
+        series_labels(&r->series[i], route_labels, nroutes, labels, sizeof(labels));
+        exposition_printf(o, "http_requests_total{%.*s} %llu\n", (int)strlen(labels) - 1, labels,
+                          (unsigned long long)r->series[i].duration.count);
+    }
+    exposition_family(o, "http_request_duration_seconds", "histogram",
+                      "Seconds from the handler receiving the request to h2o disposing of it "
+                      "(response written).");
+    for (size_t i = 0; i < r->n; i++) {
+        series_labels(&r->series[i], route_labels, nroutes, labels, sizeof(labels));
+        exposition_histogram(o, "http_request_duration_seconds", labels, &r->series[i].duration,
+                             r->series[i].exemplars);
+    }
+    exposition_family(o, "http_requests_in_flight", "gauge",
+                      "Requests received and not yet disposed of.");
+    exposition_printf(o, "http_requests_in_flight %lld\n", (long long)r->in_flight);
+    exposition_family(o, "notes_http_clients_gone_total", "counter",
+                      "Requests whose client was found gone before its answer was complete, by "
+                      "how: half_closed (FIN, HALF_CLOSE=abort), reset (RST), aborted (h2o ended "
+                      "the connection or stream first).");
+    /* In the order of enum request_gone, after REQUEST_PRESENT. */
+    static const char *const gone_reasons[STATS_GONE_REASONS] = {"half_closed", "reset", "aborted"};
+    for (size_t i = 0; i < STATS_GONE_REASONS; i++)
+        exposition_printf(o, "notes_http_clients_gone_total{reason=\"%s\"} %llu\n", gone_reasons[i],
+                          (unsigned long long)r->gone[i]);
+    exposition_one(o, "notes_stalls_total", "counter",
+                   "Pauses of an event loop made by GET /stall.", r->stalls);
+    exposition_family(o, "notes_stall_seconds_total", "counter",
+                      "Seconds the event loops were paused by GET /stall, measured around each "
+                      "pause.");
+    exposition_printf(o, "notes_stall_seconds_total %.9f\n", (double)r->stall_ns / 1e9);
+    exposition_one(o, "notes_sse_events_total", "counter",
+                   "Server-Sent Events handed to h2o by GET /sse.", r->sse_events);
 }

@@ -10,12 +10,24 @@
  * the client went away): it calls the handler's clean-up, then records the
  * request's duration and status in the loop's stats. Nothing else keeps a
  * pointer to a request, so there is nothing to look up and nothing to leak.
+ *
+ * A request carries its loop (r->loop, a request_loop_t): what the loop it
+ * runs on owns that a handler may use, its timers, its pool, its counters.
+ * The router hands it over with every request; no handler looks a loop up.
+ *
+ * Also owns what the loops' requests add up to on the metrics page
+ * (request_report): the HTTP series of every loop merged, and the counters
+ * kept beside them.
  */
 #ifndef NOTESD_REQUEST_H
 #define NOTESD_REQUEST_H
 
 #include <h2o.h>
 #include "compiler.h"
+#include "exposition.h"
+#include "journal.h"
+#include "lag.h"
+#include "listen.h"
 #include "pool.h"
 #include "stats.h"
 #include "timers.h"
@@ -23,6 +35,21 @@
 #include "validate.h"
 
 typedef struct notesd_req notesd_req_t;
+
+/* One event loop as its requests see it: the parts of the loop a handler may
+ * use, each the loop's own (one thread uses them; the metrics page only reads
+ * their counters). Set up once, before the loop's thread starts, and handed to
+ * every request by the router (r->loop). */
+typedef struct request_loop {
+    unsigned index;      /* 0 .. THREADS-1 */
+    timers_t *timers;    /* answers that come later, schedules */
+    pool_t *pool;        /* its slice of the database pool */
+    stats_loop_t *stats; /* its HTTP series and request counters */
+    struct ws_loop *ws;  /* its WebSocket connections (ws.h) */
+    lag_probe_t *lag;    /* its lag probe (the metrics page drains it) */
+    listeners_t *listen; /* its listeners (the metrics page reads their figures) */
+    journal_t *journal;  /* its request journal; NULL: JOURNAL is off */
+} request_loop_t;
 
 /* The limits of a WebSocket connection (the WS_* settings); a request may
  * lower them for its own connection (routes_ws.c). */
@@ -44,14 +71,19 @@ typedef struct request_settings {
     size_t max_body_bytes;  /* MAX_BODY_BYTES: a larger request body gets 413 */
     const char *static_dir; /* STATIC_DIR: served under /static/ (read by its set-up hook) */
     request_ws_limits_t ws; /* WS_*: the WebSocket routes' limits */
+    /* Every loop, for the metrics port's pages, which speak for all of them. */
+    const request_loop_t *const *loops;
+    int nloops;
 } request_settings_t;
 
 struct notesd_req {
     h2o_req_t *req;
     const request_settings_t *settings; /* the port's */
-    stats_loop_t *stats; /* the loop's counters; NULL: not measured (the metrics port) */
-    uint64_t start_ns;   /* when the handler received the request (stats_now_ns) */
-    uint64_t db_ns;      /* time spent in database queries, for Server-Timing */
+    const request_loop_t *loop;         /* the loop it runs on */
+    stats_loop_t *stats;                /* loop->stats; NULL: not measured (the metrics port) */
+    uint64_t start_ns;                  /* when the handler received the request (stats_now_ns) */
+    uint64_t db_ns;                     /* time spent in database queries, for Server-Timing */
+    uint64_t wait_ns;    /* time its query waited for a database connection (the journal) */
     int status;          /* the status recorded when the request ended (0: no answer sent) */
     uint8_t route;       /* enum route_id (routes.h) */
     uint8_t timing_sent; /* 1 once the Server-Timing header was added */
@@ -122,11 +154,12 @@ extern const char *const request_method_labels[];
 #define REQUEST_NUM_METHODS 8
 
 /* Creates the request's context (zeroed union) in req->pool, the one
- * allocation of request state. With `stats`, the request is counted in flight
- * and its duration recorded when it ends; with NULL it is not measured.
- * `settings` must outlive every request (they are the process's).
- * Ownership: the context belongs to req->pool and dies with the request. */
-notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, stats_loop_t *stats,
+ * allocation of request state, on `loop`. A `measured` request is counted in
+ * flight and its duration recorded in loop->stats when it ends; the metrics
+ * port's are not. `loop` and `settings` must outlive every request (they are
+ * the process's). Ownership: the context belongs to req->pool and dies with
+ * the request. */
+notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, const request_loop_t *loop, int measured,
                             const request_settings_t *settings);
 
 /* Claims the context's union for one statement on the pool (r->u.db): sets
@@ -149,12 +182,12 @@ h2o_iovec_t request_query(const notesd_req_t *r);
  * it the request gets 503. */
 #define REQUEST_TIMERS_MAX 65536
 
-/* Calls on_due(r) on the loop of `timers` at `due_ns` (stats_now_ns's clock),
+/* Calls on_due(r) on the request's loop at `due_ns` (stats_now_ns's clock),
  * unless request_timer_cancel comes first; on_due may arm the timer again.
  * Returns 0, or -1 when REQUEST_TIMERS_MAX timers are pending (the caller
  * answers 503). The timer refers to the request until it fires, so the
  * handler's clean-up (r->on_dispose) must call request_timer_cancel. */
-NOTESD_MUSTCHECK int request_timer_arm(notesd_req_t *r, timers_t *timers, uint64_t due_ns,
+NOTESD_MUSTCHECK int request_timer_arm(notesd_req_t *r, uint64_t due_ns,
                                        void (*on_due)(notesd_req_t *r));
 
 /* Takes r's timer back, if armed; a clean-up (r->on_dispose) of its own. */
@@ -184,5 +217,24 @@ void request_add_server_timing(notesd_req_t *r);
  * trace id becomes the exemplar of the request's duration bucket, and goes
  * into Server-Timing and the debug log line of the request. */
 int request_trace(notesd_req_t *r, traceparent_t *out);
+
+/* ---- the metrics page's figures ---------------------------------------------------------- */
+
+/* Every loop's HTTP series, merged by (route, method, status), and the
+ * counters kept beside them, added up. */
+typedef struct request_report request_report_t;
+
+/* A report for `nloops` loops, in `pool` (a scrape's request pool); with
+ * `exemplars`, the newest exemplar of each bucket is kept too (OpenMetrics). */
+request_report_t *request_report_new(h2o_mem_pool_t *pool, int nloops, int exemplars);
+
+/* Adds one loop's series and counters; from any thread. */
+void request_report_add(request_report_t *r, const stats_loop_t *stats);
+
+/* Writes http_requests_total, http_request_duration_seconds (with exemplars
+ * in OpenMetrics), http_requests_in_flight, notes_http_clients_gone_total,
+ * the /stall and /sse counters. `route_labels` names each route index. */
+void request_report_write(const request_report_t *r, exposition_t *o,
+                          const char *const *route_labels, size_t nroutes);
 
 #endif

@@ -132,8 +132,9 @@ void respond_start(notesd_req_t *r, int status, const char *content_type, size_t
     if (status == 205) {
         /* Express 5's res.send for a 205: Content-Length 0, no body; the type stays. */
         req->res.content_length = 0;
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type,
-                       strlen(content_type));
+        if (content_type != NULL)
+            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
+                           content_type, strlen(content_type));
     } else if (!respond_status_has_content(status)) {
         /* No body, and (RFC 9110) no Content-Length or Content-Type. */
         req->res.content_length = SIZE_MAX;

@@ -17,6 +17,10 @@
 #define CT_HTML "text/html; charset=utf-8"
 #define CT_TEXT "text/plain; charset=utf-8"
 
+/* Answers `status` with `body` (`len` bytes) of `content_type`. A status that
+ * carries no content (1xx, 204, 205, 304: respond_status_has_content) is sent
+ * without a body, Content-Type (205 keeps one when given) or Content-Length
+ * (205 says 0), so `respond(r, 204, NULL, NULL, 0)` is 204 No Content. */
 void respond(notesd_req_t *r, int status, const char *content_type, const char *body, size_t len);
 
 /* Sets what respond() sets before its body (status and reason, Content-Length

@@ -3,15 +3,13 @@
  */
 #include "routes.h"
 
-#define ROUTE_ROW(id_, label_, port_, match_, get_, post_, put_, any_, setup_)                     \
+/* Each row's methods are a compound literal of static storage, ended by a NULL name. */
+#define ROUTE_ROW(id_, label_, port_, match_, setup_, ...)                                         \
     [id_] = {.id = id_,                                                                            \
              .label = label_,                                                                      \
              .port = port_,                                                                        \
              .match = match_,                                                                      \
-             .get = get_,                                                                          \
-             .post = post_,                                                                        \
-             .put = put_,                                                                          \
-             .any = any_,                                                                          \
-             .setup = setup_},
+             .setup = setup_,                                                                      \
+             .methods = (const route_method_t[]){__VA_ARGS__, {NULL, NULL}}},
 const route_t routes[ROUTE__COUNT] = {ROUTES(ROUTE_ROW)};
 #undef ROUTE_ROW

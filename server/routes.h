@@ -3,12 +3,15 @@
  *
  * One row per route: its id, its template (also the `path` label of the HTTP
  * metrics), the port it is on, how its path is matched, and its handler for
- * each method. The route enum and the labels are generated from the same rows,
- * so they cannot disagree. dispatch.c registers the rows with h2o and dispatches
- * each request: it creates the request's context, answers 404 (route "other")
- * when no row matches and 405 (with Allow) when the row has no handler for the
- * method, and otherwise calls the handler. Adding a route: one row here, its
- * handler in a routes_*.c file, and its test.
+ * each method, as data. The route enum and the labels are generated from the
+ * same rows, so they cannot disagree. dispatch.c registers the rows with h2o
+ * and dispatches each request: it creates the request's context, answers 404
+ * (route "other") when no row matches and 405 (with an Allow header made
+ * from the row's methods) when the row has no handler for the method, and
+ * otherwise calls the handler. The route tables of the docs and of
+ * docs/openapi.json are checked against these rows (tests/route_table.py).
+ * Adding a route: one row here, its handler in a routes_*.c file, and its
+ * test (docs/contributing.md).
  */
 #ifndef NOTESD_ROUTES_H
 #define NOTESD_ROUTES_H
@@ -37,52 +40,58 @@ enum route_match {
  * returns -1, after pointing path_normalized at the file it checked. */
 typedef int (*route_handler_t)(notesd_req_t *r);
 
-/* id, template and `path` label, port, match, GET and HEAD, POST, PUT, any
- * other method (only where none of the three is given), and a set-up hook
- * called at start-up with the port's h2o path configuration (its one path,
- * "/") and the port's request settings. The rows of a port are tried in this
- * order; the first match wins. */
+/* One row per route: its id, its template (the `path` label), its port, how
+ * its path matches, a set-up hook (or NULL) called at start-up with the
+ * port's h2o path configuration (its one path, "/") and the port's request
+ * settings, then its methods, each `{"METHOD", handler}`: any method h2o
+ * parses, by its exact name; "GET" answers HEAD too, and "*" every method
+ * the row names no handler for; `{NULL, NULL}` is none. The rows of a port
+ * are tried in this order; the first match wins. Adding a method to a route
+ * is one more pair here. */
 #define ROUTES(X)                                                                                  \
-    X(ROUTE_NOTE_BY_ID, "/notes/:id", PORT_API, MATCH_PARAM, notes_get, NULL, notes_update, NULL,  \
-      NULL)                                                                                        \
-    X(ROUTE_NOTES, "/notes", PORT_API, MATCH_EXACT, notes_list, notes_insert, NULL, NULL, NULL)    \
-    X(ROUTE_JSON, "/json", PORT_API, MATCH_EXACT, misc_json, NULL, NULL, NULL, NULL)               \
-    X(ROUTE_ROOT, "/", PORT_API, MATCH_EXACT, misc_root, NULL, NULL, NULL, NULL)                   \
-    X(ROUTE_STATUS, "/status", PORT_API, MATCH_EXACT, misc_status, NULL, NULL, NULL, NULL)         \
-    X(ROUTE_PRIMES, "/primes", PORT_API, MATCH_EXACT, misc_primes, NULL, NULL, NULL, NULL)         \
-    X(ROUTE_STATIC, "/static", PORT_API, MATCH_PREFIX, misc_static, NULL, NULL, NULL,              \
-      misc_static_setup)                                                                           \
-    X(ROUTE_DELAY, "/delay/:ms", PORT_API, MATCH_PREFIX, delay_get, NULL, NULL, NULL, NULL)        \
-    X(ROUTE_FAULT, "/fault/:status", PORT_API, MATCH_PARAM, fixture_fault, NULL, NULL, NULL, NULL) \
-    X(ROUTE_BYTES, "/bytes/:n", PORT_API, MATCH_PARAM, fixture_bytes, NULL, NULL, NULL, NULL)      \
-    X(ROUTE_DRIP, "/drip", PORT_API, MATCH_EXACT, fixture_drip, NULL, NULL, NULL, NULL)            \
-    X(ROUTE_STALL, "/stall", PORT_API, MATCH_EXACT, fixture_stall, NULL, NULL, NULL, NULL)         \
-    X(ROUTE_WS_ECHO, "/ws/echo", PORT_API, MATCH_EXACT, ws_echo_get, NULL, NULL, NULL, NULL)       \
-    X(ROUTE_WS_FEED, "/ws/feed", PORT_API, MATCH_EXACT, ws_feed_get, NULL, NULL, NULL, NULL)       \
-    X(ROUTE_SSE, "/sse", PORT_API, MATCH_EXACT, stream_sse, NULL, NULL, NULL, NULL)                \
-    X(ROUTE_STREAM, "/stream/:n", PORT_API, MATCH_PARAM, stream_lines, NULL, NULL, NULL, NULL)     \
-    X(ROUTE_OTHER, "other", PORT_API, MATCH_NONE, NULL, NULL, NULL, NULL, NULL)                    \
-    X(ROUTE_METRICS, "/metrics", PORT_METRICS, MATCH_PREFIX, metrics_get, NULL, NULL, NULL,        \
-      metrics_setup)                                                                               \
-    X(ROUTE_HEALTHZ, "/healthz", PORT_METRICS, MATCH_PREFIX, NULL, NULL, NULL, metrics_healthz,    \
-      NULL)                                                                                        \
-    X(ROUTE_READYZ, "/readyz", PORT_METRICS, MATCH_PREFIX, NULL, NULL, NULL, metrics_readyz, NULL) \
-    X(ROUTE_OPENAPI, "/openapi.json", PORT_METRICS, MATCH_EXACT, assets_openapi, NULL, NULL, NULL, \
-      NULL)                                                                                        \
-    X(ROUTE_DASHBOARD, "/dashboard", PORT_METRICS, MATCH_EXACT, assets_dashboard, NULL, NULL,      \
-      NULL, NULL)
+    X(ROUTE_NOTE_BY_ID, "/notes/:id", PORT_API, MATCH_PARAM, NULL, {"GET", notes_get},             \
+      {"PUT", notes_update})                                                                       \
+    X(ROUTE_NOTES, "/notes", PORT_API, MATCH_EXACT, NULL, {"GET", notes_list},                     \
+      {"POST", notes_insert})                                                                      \
+    X(ROUTE_JSON, "/json", PORT_API, MATCH_EXACT, NULL, {"GET", misc_json})                        \
+    X(ROUTE_ROOT, "/", PORT_API, MATCH_EXACT, NULL, {"GET", misc_root})                            \
+    X(ROUTE_STATUS, "/status", PORT_API, MATCH_EXACT, NULL, {"GET", misc_status})                  \
+    X(ROUTE_PRIMES, "/primes", PORT_API, MATCH_EXACT, NULL, {"GET", misc_primes})                  \
+    X(ROUTE_STATIC, "/static", PORT_API, MATCH_PREFIX, misc_static_setup, {"GET", misc_static})    \
+    X(ROUTE_DELAY, "/delay/:ms", PORT_API, MATCH_PREFIX, NULL, {"GET", delay_get})                 \
+    X(ROUTE_FAULT, "/fault/:status", PORT_API, MATCH_PARAM, NULL, {"GET", fixture_fault})          \
+    X(ROUTE_BYTES, "/bytes/:n", PORT_API, MATCH_PARAM, NULL, {"GET", fixture_bytes})               \
+    X(ROUTE_DRIP, "/drip", PORT_API, MATCH_EXACT, NULL, {"GET", fixture_drip})                     \
+    X(ROUTE_STALL, "/stall", PORT_API, MATCH_EXACT, NULL, {"GET", fixture_stall})                  \
+    X(ROUTE_WS_ECHO, "/ws/echo", PORT_API, MATCH_EXACT, NULL, {"GET", ws_echo_get})                \
+    X(ROUTE_WS_FEED, "/ws/feed", PORT_API, MATCH_EXACT, NULL, {"GET", ws_feed_get})                \
+    X(ROUTE_SSE, "/sse", PORT_API, MATCH_EXACT, NULL, {"GET", stream_sse})                         \
+    X(ROUTE_STREAM, "/stream/:n", PORT_API, MATCH_PARAM, NULL, {"GET", stream_lines})              \
+    X(ROUTE_OTHER, "other", PORT_API, MATCH_NONE, NULL, {NULL, NULL})                              \
+    X(ROUTE_METRICS, "/metrics", PORT_METRICS, MATCH_PREFIX, metrics_setup, {"GET", metrics_get})  \
+    X(ROUTE_HEALTHZ, "/healthz", PORT_METRICS, MATCH_PREFIX, NULL, {"*", metrics_healthz})         \
+    X(ROUTE_READYZ, "/readyz", PORT_METRICS, MATCH_PREFIX, NULL, {"*", metrics_readyz})            \
+    X(ROUTE_JOURNAL, "/journal", PORT_METRICS, MATCH_EXACT, NULL, {"GET", metrics_journal})        \
+    X(ROUTE_OPENAPI, "/openapi.json", PORT_METRICS, MATCH_EXACT, NULL, {"GET", assets_openapi})    \
+    X(ROUTE_DASHBOARD, "/dashboard", PORT_METRICS, MATCH_EXACT, NULL, {"GET", assets_dashboard})
 
 #define ROUTE_ENUM(id, ...) id,
 enum route_id { ROUTES(ROUTE_ENUM) ROUTE__COUNT };
 #undef ROUTE_ENUM
+
+/* A method a route answers, and its handler. */
+typedef struct route_method {
+    const char *name; /* "GET" (HEAD too), "POST", ...; "*": any other; NULL ends a list */
+    route_handler_t handler;
+} route_method_t;
 
 typedef struct route {
     enum route_id id;
     const char *label; /* the template; the `path` label */
     enum route_port port;
     enum route_match match;
-    route_handler_t get, post, put, any;
     void (*setup)(h2o_pathconf_t *pathconf, const request_settings_t *settings);
+    const route_method_t *methods; /* ends with a NULL name */
 } route_t;
 
 /* The rows, indexed by route id. */
@@ -113,6 +122,7 @@ int metrics_get(notesd_req_t *r);
 void metrics_setup(h2o_pathconf_t *pathconf, const request_settings_t *settings);
 int metrics_healthz(notesd_req_t *r);
 int metrics_readyz(notesd_req_t *r);
+int metrics_journal(notesd_req_t *r);
 int assets_openapi(notesd_req_t *r);
 int assets_dashboard(notesd_req_t *r);
 

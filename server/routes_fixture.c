@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
-#include "loop.h"
 #include "respond.h"
 #include "routes.h"
 #include "routes_fixture.h"
@@ -98,7 +97,7 @@ static void stream_pump(notesd_req_t *r)
             due = f->total * passed / f->chunks;
         if (due <= f->sent) {
             uint64_t at = r->start_ns + span_ns * passed / (f->chunks - 1);
-            if (request_timer_arm(r, &this_loop->timers, at, on_drip_due) != 0) {
+            if (request_timer_arm(r, at, on_drip_due) != 0) {
                 /* No timer left: end the response short, as a broken stream. */
                 h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
             }
@@ -218,7 +217,9 @@ static void fault_answer(notesd_req_t *r)
         /* What SO_LINGER 0 + close does, but the descriptor stays h2o's, which
          * closes it later: connect() to AF_UNSPEC dissolves the TCP connection,
          * and the kernel sends RST now (with SO_LINGER 0, also for data still
-         * queued). Nothing of an answer leaves. */
+         * queued). Nothing of an answer leaves. SO_LINGER 0 also marks the
+         * socket as reset by notesd: the other streams of an HTTP/2
+         * connection are not counted as clients gone (request.c). */
         int fd = h2o_socket_get_fd(req->conn->callbacks->get_socket(req->conn));
         struct linger linger = {1, 0};
         struct sockaddr unspec = {.sa_family = AF_UNSPEC};
@@ -298,8 +299,8 @@ int fixture_fault(notesd_req_t *r)
     r->on_dispose = on_fault_dispose;
     if (delay_ms == 0) {
         fault_answer(r);
-    } else if (request_timer_arm(r, &this_loop->timers, r->start_ns + (uint64_t)delay_ms * 1000000,
-                                 on_fault_due) != 0) {
+    } else if (request_timer_arm(r, r->start_ns + (uint64_t)delay_ms * 1000000, on_fault_due) !=
+               0) {
         f->action = FAULT_ANSWER;
         respond_unavailable(r, "too many pending delayed requests");
     }
@@ -313,6 +314,8 @@ int fixture_fault(notesd_req_t *r)
  * loop's own thread; its entry is on that loop's timers while a stall is due. */
 static __thread struct {
     timer_entry_t entry; /* the next stall */
+    timers_t *timers;    /* the loop's, and its counters: from the request that set it */
+    stats_loop_t *stats;
     uint64_t start_ns, every_ns, stall_ns, for_ns;
     uint64_t next; /* k of the next stall; 0: no schedule */
 } stall;
@@ -330,11 +333,11 @@ static void on_stall_due(timer_entry_t *entry)
     uint64_t begin = stats_now_ns();
     pause_loop(begin + stall.stall_ns);
     uint64_t end = stats_now_ns();
-    STAT_ADD(this_loop->stats.stalls, 1);
-    STAT_ADD(this_loop->stats.stall_ns, end - begin);
+    STAT_ADD(stall.stats->stalls, 1);
+    STAT_ADD(stall.stats->stall_ns, end - begin);
     stall.next++;
     if (stall.next * stall.every_ns <= stall.for_ns)
-        timers_link(&this_loop->timers, &stall.entry, stall.start_ns + stall.next * stall.every_ns);
+        timers_link(stall.timers, &stall.entry, stall.start_ns + stall.next * stall.every_ns);
     else
         stall.next = 0;
 }
@@ -367,7 +370,10 @@ int fixture_stall(notesd_req_t *r)
         respond_error(r, 400, "every_ms must be at least 2 * ms");
         return 0;
     }
-    timers_unlink(&this_loop->timers, &stall.entry);
+    if (stall.timers != NULL)
+        timers_unlink(stall.timers, &stall.entry);
+    stall.timers = r->loop->timers;
+    stall.stats = r->loop->stats;
     stall.next = 0;
     if (for_ms > 0 && every_ms <= for_ms) {
         stall.start_ns = r->start_ns;
@@ -376,7 +382,7 @@ int fixture_stall(notesd_req_t *r)
         stall.for_ns = (uint64_t)for_ms * 1000000;
         stall.next = 1;
         stall.entry.cb = on_stall_due;
-        timers_link(&this_loop->timers, &stall.entry, stall.start_ns + stall.every_ns);
+        timers_link(stall.timers, &stall.entry, stall.start_ns + stall.every_ns);
     }
     char *body = h2o_mem_alloc_pool(&r->req->pool, 80);
     int len = snprintf(body, 80, "{\"stall_ms\":%ld,\"every_ms\":%ld,\"for_ms\":%ld}", ms, every_ms,

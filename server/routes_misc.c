@@ -6,11 +6,11 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include "render.h"
 #include "respond.h"
 #include "rng.h"
+#include "static_files.h"
 #include "routes.h"
 #include "validate.h"
 
@@ -78,7 +78,8 @@ int misc_primes(notesd_req_t *r)
     return 0;
 }
 
-static char static_root[PATH_MAX]; /* realpath of STATIC_DIR, without trailing slash */
+/* STATIC_DIR's files, read once by misc_static_setup; read-only afterwards. */
+static static_files_t static_files;
 
 /* A per-request filter in front of h2o's file handler: it adds Server-Timing to
  * the response that handler writes. Only requests handed to the file handler
@@ -94,28 +95,24 @@ static void on_static_response(h2o_req_prefilter_t *self, h2o_req_t *req, h2o_os
     h2o_setup_next_prefilter(self, req, slot);
 }
 
-/* GET /static/...: answers 404 unless the path, percent-decoded, resolves
- * (symlinks and dot segments included) to a file inside the directory, then
- * lets h2o's file handler serve that file. A directory named without its
- * trailing slash is redirected to it, as Express's static middleware does; a
- * directory is never listed. */
+/* GET /static/...: answers 404 unless the path, percent-decoded, names a
+ * file of the directory as it was at start-up (static_files.h: dot segments
+ * resolved by name, links followed inside the directory), then lets h2o's
+ * file handler serve that file. A directory named without its trailing slash
+ * is redirected to it, as Express's static middleware does; a directory is
+ * never listed. No system call here: the index is in memory. */
 int misc_static(notesd_req_t *r)
 {
     h2o_req_t *req = r->req;
-    char wanted[PATH_MAX], real[PATH_MAX], *rest = h2o_mem_alloc_pool(&req->pool, r->param.len + 1);
-    size_t rest_len = validate_decode_path(r->param.base, r->param.len, rest), root_len;
-    struct stat st;
+    char *rest = h2o_mem_alloc_pool(&req->pool, r->param.len + 1);
+    size_t rest_len = validate_decode_path(r->param.base, r->param.len, rest);
+    const char *real;
 
-    if (static_root[0] == '\0' || rest_len == 0 || memchr(rest, '\0', rest_len) != NULL ||
-        (size_t)snprintf(wanted, sizeof(wanted), "%s/%.*s", static_root, (int)rest_len, rest) >=
-            sizeof(wanted) ||
-        realpath(wanted, real) == NULL ||
-        strncmp(real, static_root, root_len = strlen(static_root)) != 0 || real[root_len] != '/' ||
-        stat(real, &st) != 0) {
+    switch (static_files_find(&static_files, rest, rest_len, &real)) {
+    case STATIC_NONE:
         respond_error(r, 404, "not found");
         return 0;
-    }
-    if (S_ISDIR(st.st_mode)) {
+    case STATIC_DIRECTORY: {
         h2o_iovec_t path = h2o_iovec_init(
             req->path.base, req->query_at != SIZE_MAX ? req->query_at : req->path.len);
         if (path.base[path.len - 1] == '/') {
@@ -128,20 +125,25 @@ int misc_static(notesd_req_t *r)
         respond(r, 301, CT_HTML, "", 0);
         return 0;
     }
+    case STATIC_FILE:
+        break;
+    }
     /* The file handler is registered on "/" and reads path_normalized: give it
      * the file's path under the directory, as resolved above. */
-    req->path_normalized = h2o_strdup(&req->pool, real + root_len, SIZE_MAX);
+    req->path_normalized = h2o_iovec_init((char *)real, strlen(real));
     static_timing_t *timing = (static_timing_t *)h2o_add_prefilter(req, sizeof(*timing));
     timing->super.on_setup_ostream = on_static_response;
     timing->r = r;
     return -1; /* h2o's file handler serves it */
 }
 
-/* Adds h2o's file handler behind the dispatcher, on the API port's path "/". */
+/* Reads STATIC_DIR's tree, and adds h2o's file handler behind the
+ * dispatcher, on the API port's path "/", rooted at the directory. */
 void misc_static_setup(h2o_pathconf_t *pathconf, const request_settings_t *settings)
 {
-    if (realpath(settings->static_dir, static_root) == NULL)
-        static_root[0] = '\0'; /* no directory: every /static path is a 404 */
-    else
-        h2o_file_register(pathconf, static_root, NULL, NULL, 0);
+    char root[PATH_MAX];
+    if (static_files_load(&static_files, settings->static_dir) == 0 &&
+        realpath(settings->static_dir, root) != NULL)
+        h2o_file_register(pathconf, root, NULL, NULL, 0);
+    /* else no directory: every /static path is a 404 */
 }

@@ -9,10 +9,10 @@
  * (routes.h) picks the handler by path and method; the request's context
  * carries the query while it waits (request.h).
  */
+#include <stdlib.h>
 #include <string.h>
 #include "body.h"
 #include "log.h"
-#include "loop.h"
 #include "render.h"
 #include "respond.h"
 #include "routes.h"
@@ -101,7 +101,10 @@ static void on_query_done(pool_query_t *q, PGresult *res, enum pool_error err)
 
     r->db_ns += q->duration_ns;
     request_client_gone(r); /* a client that left is recorded as 0 and gets nothing */
-    if (err != POOL_OK || PQresultStatus(res) != PGRES_TUPLES_OK) {
+    /* Rows (a select, or a statement with `returning`), or a command's
+     * outcome (PQcmdTuples: rows affected); anything else is an error. */
+    if (err != POOL_OK ||
+        (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK)) {
         respond_query_failure(r, res, err);
         return;
     }
@@ -128,7 +131,7 @@ static void on_query_done(pool_query_t *q, PGresult *res, enum pool_error err)
 /* Hands the query to the pool, or answers 503 at once when it will not wait. */
 static int run(notesd_req_t *r)
 {
-    switch (pool_query(&this_loop->pool, &r->u.db.query)) {
+    switch (pool_query(r->loop->pool, &r->u.db.query)) {
     case POOL_ADMITTED:
         break; /* on_query_done answers; it may already have */
     case POOL_QUEUE_FULL:
@@ -184,15 +187,19 @@ static int parse_body(notesd_req_t *r)
                                 req->headers.entries[i].value);
         encoding = joined.base, encoding_len = joined.len;
     }
-    char *scratch = encoding != NULL ? h2o_mem_alloc_pool(&req->pool, limit) : NULL;
-    if ((status = body_decode(encoding, encoding_len, req->entity.base,
-                              req->entity.base != NULL ? req->entity.len : 0, limit, scratch, &body,
-                              &body_len, msg, sizeof(msg))) != 0) {
-        respond_error(r, status, msg);
-        return -1;
-    }
-    if (validate_note_body(body, body_len, &r->u.db.input, &err) != 0) {
-        respond_error(r, 400, err);
+    /* An encoded body is inflated into memory of its own, freed once it is
+     * parsed: the fields the query needs live in the parsed JSON (u.db.input),
+     * so nothing of it is held while the query waits. */
+    char *scratch;
+    status = body_decode(encoding, encoding_len, req->entity.base,
+                         req->entity.base != NULL ? req->entity.len : 0, limit, &scratch, &body,
+                         &body_len, msg, sizeof(msg));
+    const char *why = msg;
+    if (status == 0 && validate_note_body(body, body_len, &r->u.db.input, &err) != 0)
+        status = 400, why = err;
+    free(scratch);
+    if (status != 0) {
+        respond_error(r, status, why);
         return -1;
     }
     return 0;

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include "loop.h"
 #include "respond.h"
 #include "rng.h"
 #include "routes.h"
@@ -93,12 +92,12 @@ static void sse_pump(notesd_req_t *r)
 {
     struct stream *s = r->u.stream.state;
     if (s->due_ns > stats_now_ns()) {
-        if (request_timer_arm(r, &this_loop->timers, s->due_ns, sse_pump) != 0)
+        if (request_timer_arm(r, s->due_ns, sse_pump) != 0)
             h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR); /* no timer left: end it short */
         return;
     }
     h2o_iovec_t buf = h2o_iovec_init(s->buf, sse_event(s->buf, s->next, s->count, wall_us()));
-    STAT_ADD(this_loop->stats.sse_events, 1);
+    STAT_ADD(r->loop->stats->sse_events, 1);
     s->next++;
     if (s->next <= s->last)
         s->due_ns = sse_due_ns(s->start_ns, s->due_ns, s->next - s->first, s->delay_ns,

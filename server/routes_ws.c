@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <time.h>
 #include "feed.h"
-#include "loop.h"
 #include "respond.h"
 #include "routes.h"
 #include "validate.h"
@@ -69,7 +68,7 @@ int ws_echo_get(notesd_req_t *r)
 {
     request_ws_limits_t limits;
     if (read_limits(r, &limits) == 0)
-        ws_accept(r, &this_loop->ws, WS_ECHO, &limits, &echo_handlers, NULL, 0);
+        ws_accept(r, r->loop->ws, WS_ECHO, &limits, &echo_handlers, NULL, 0);
     return 0;
 }
 
@@ -130,5 +129,5 @@ int ws_feed_get(notesd_req_t *r)
         return 0;
     /* copied into the connection, which outlives the request */
     feed_t feed = {.next = 1, .count = count, .rate = (uint32_t)rate, .size = (uint32_t)size};
-    return ws_accept(r, &this_loop->ws, WS_FEED, &limits, &feed_handlers, &feed, sizeof(feed));
+    return ws_accept(r, r->loop->ws, WS_FEED, &limits, &feed_handlers, &feed, sizeof(feed));
 }

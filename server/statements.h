@@ -3,8 +3,10 @@
  * /readyz's `select 1`.
  *
  * Owns the statement table the pools are configured with. Its names are the
- * `statement` label of notes_db_query_duration_seconds and, with --prepared,
- * the prepared statements' names.
+ * `statement` label of notes_db_query_duration_seconds (every statement has
+ * its series) and, with --prepared, the prepared statements' names. Adding a
+ * statement: an id here, its row in statements.c; docs/metrics.md lists the
+ * label values.
  */
 #ifndef NOTESD_STATEMENTS_H
 #define NOTESD_STATEMENTS_H
@@ -16,12 +18,9 @@ enum statement_id {
     STMT_LIST_BY_TAG,
     STMT_INSERT_NOTE,
     STMT_UPDATE_NOTE,
-    STMT_PING, /* /readyz; not a route's statement, so not a metrics label */
+    STMT_PING, /* /readyz's `select 1` */
     STMT__COUNT
 };
-
-/* Statements before STMT_PING are the `statement` label values. */
-#define STMT_NUM_LABELLED STMT_PING
 
 extern const pool_statement_t statements[STMT__COUNT];
 

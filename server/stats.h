@@ -4,8 +4,9 @@
  * Owns the STAT_ macros, histogram_t and its bucket sets, the monotonic clock
  * every duration is measured with, and one loop's table of HTTP series
  * (route x method x status). It knows numbers, not meanings: a route or method
- * is a small index that the layers above give a name; rendering them as the
- * Prometheus page is routes_metrics.c's job. Anything may include this file.
+ * is a small index that the layers above give a name; adding the loops' tables
+ * up and writing them on the metrics page is request.c's (request_report).
+ * Anything may include this file.
  */
 #ifndef NOTESD_STATS_H
 #define NOTESD_STATS_H
@@ -82,15 +83,11 @@ typedef struct http_series {
  * starts; only the loop's own thread writes it, the metrics page reads it. */
 typedef struct stats_loop {
     http_series_t series[STATS_HTTP_SERIES_MAX];
-    size_t nseries;              /* published with a release store after the entry is ready */
-    http_series_t overflow;      /* the reserved series; read when its count is not 0 */
-    int64_t in_flight;           /* requests received and not yet disposed of */
-    size_t open_connections;     /* accepted and not yet closed, both ports */
-    uint64_t accepted;           /* connections accepted on the API ports (plain and TLS) */
-    uint64_t accept_paused_full; /* times a listener stopped at its connection limit */
-    uint64_t accept_paused_fds;  /* times accept failed for want of descriptors (EMFILE...) */
-    uint64_t stalls, stall_ns;   /* /stall's pauses of this loop, and their total length */
-    uint64_t sse_events;         /* /sse's events handed to h2o */
+    size_t nseries;            /* published with a release store after the entry is ready */
+    http_series_t overflow;    /* the reserved series; read when its count is not 0 */
+    int64_t in_flight;         /* requests received and not yet disposed of */
+    uint64_t stalls, stall_ns; /* /stall's pauses of this loop, and their total length */
+    uint64_t sse_events;       /* /sse's events handed to h2o */
     uint64_t clients_gone[STATS_GONE_REASONS]; /* requests whose client was found gone, by
                                                   how (named above: request.h) */
 } stats_loop_t;

@@ -53,8 +53,8 @@ static void sift_down(timers_t *t, size_t i)
  * instant or an earlier one already (that wake-up arms the next). */
 static void arm(timers_t *t)
 {
-    if (t->len == 0 || t->sock == NULL)
-        return;
+    if (t->len == 0 || t->sock == NULL || t->pass_ns != 0)
+        return; /* inside a pass: timers_run arms once at its end */
     uint64_t due = t->heap[0]->due_ns;
     if (t->armed_ns != 0 && t->armed_ns <= due)
         return;
@@ -67,6 +67,11 @@ static void arm(timers_t *t)
 
 void timers_link(timers_t *t, timer_entry_t *e, uint64_t due_ns)
 {
+    /* Inside a pass, a deadline it has reached goes to the next one: the
+     * pass stops at what was due when it began (h2o's wheel collects, then
+     * fires, for the same reason). */
+    if (due_ns <= t->pass_ns)
+        due_ns = t->pass_ns + 1;
     if (t->len == t->cap) {
         t->cap = t->cap > 0 ? t->cap * 2 : TIMERS_INITIAL_CAP;
         t->heap = realloc(t->heap, t->cap * sizeof(*t->heap));
@@ -97,11 +102,13 @@ void timers_unlink(timers_t *t, timer_entry_t *e)
 
 void timers_run(timers_t *t, uint64_t now_ns)
 {
+    t->pass_ns = now_ns;
     while (t->len > 0 && t->heap[0]->due_ns <= now_ns) {
         timer_entry_t *e = t->heap[0];
         timers_unlink(t, e);
-        e->cb(e); /* may link entries, this one included */
+        e->cb(e); /* may link entries, this one included: due after this pass */
     }
+    t->pass_ns = 0;
     arm(t);
 }
 
@@ -132,6 +139,7 @@ int timers_start(timers_t *t, h2o_loop_t *loop)
 
 void timers_stop(timers_t *t)
 {
+    timers_run(t, stats_now_ns()); /* what was deferred, such as a connection's free */
     if (t->sock != NULL) {
         h2o_socket_read_stop(t->sock);
         h2o_socket_close(t->sock);

@@ -17,6 +17,13 @@
  * query deadline linked when a query is sent and unlinked when its result
  * comes, costs no system call.
  *
+ * A pass of the service (timers_run) fires what is due when it starts, and
+ * nothing linked while it runs: an entry linked (or linked again) during a
+ * pass with a deadline already passed is due just after it, so fires on the
+ * loop's next turn. A callback that re-arms itself "now" cannot keep the loop
+ * inside one pass, and timers_defer is how anything runs "as soon as the
+ * current callbacks have returned": the loop's one way to close later.
+ *
  * One service per loop, used by that loop's thread only.
  */
 #ifndef NOTESD_TIMERS_H
@@ -35,7 +42,7 @@ typedef void (*timer_cb)(timer_entry_t *entry);
 /* Ownership: the owner's memory, which must stay valid while it is linked. */
 struct timer_entry {
     timer_cb cb;     /* set by the owner before linking */
-    uint64_t due_ns; /* while linked: when it fires */
+    uint64_t due_ns; /* while linked: when it fires (see timers_link) */
     size_t index;    /* position in the heap plus one; 0 while not linked */
 };
 
@@ -44,19 +51,32 @@ typedef struct timers {
     timer_entry_t **heap; /* by due_ns, earliest first; grows, never shrinks */
     size_t len, cap;      /* entries linked, and room */
     uint64_t armed_ns;    /* the instant the timerfd is set for; 0: not armed */
+    uint64_t pass_ns;     /* inside timers_run: the instant the pass fires up to; 0 outside */
 } timers_t;
 
 /* On the loop's own thread, once its event loop exists: opens the timerfd.
  * Returns 0, or -1 with errno set. */
 int timers_start(timers_t *t, h2o_loop_t *loop);
 
-/* Closes the timerfd and frees the heap; entries still linked are dropped
- * (unlinked, never called). */
+/* Runs the entries due by now (frees deferred with timers_defer among them),
+ * then closes the timerfd and frees the heap; entries still linked after that
+ * are dropped (unlinked, never called). */
 void timers_stop(timers_t *t);
 
-/* Calls e->cb at `due_ns` (stats_now_ns's clock; a deadline already passed
- * fires on the next turn of the loop). `e` must not be linked. */
+/* Calls e->cb at `due_ns` (stats_now_ns's clock). A deadline already passed
+ * fires on the next turn of the loop, never in the pass of timers_run that is
+ * running (its due_ns then reads one nanosecond after that pass's instant).
+ * `e` must not be linked. */
 void timers_link(timers_t *t, timer_entry_t *e, uint64_t due_ns);
+
+/* Calls e->cb on the loop's next turn, once the callbacks on the stack now
+ * have returned: how an object whose own callback may be running (a database
+ * connection handing out results, a WebSocket inside wslay) is freed later.
+ * `e` must not be linked. */
+static inline void timers_defer(timers_t *t, timer_entry_t *e)
+{
+    timers_link(t, e, 0);
+}
 
 /* Takes `e` out, if linked: its callback will not run. */
 void timers_unlink(timers_t *t, timer_entry_t *e);
@@ -72,9 +92,10 @@ static inline size_t timers_pending(const timers_t *t)
     return t->len;
 }
 
-/* Runs every entry that is due at `now_ns`, earliest first, then arms the
- * timerfd for the next one; what the timerfd's wake-up does (on_timerfd, with
- * stats_now_ns()). For tests that drive the heap without waiting. */
+/* One pass: runs every entry that is due at `now_ns` and was linked before
+ * the pass began, earliest first, then arms the timerfd for the next one;
+ * what the timerfd's wake-up does (on_timerfd, with stats_now_ns()). For
+ * tests that drive the heap without waiting. */
 void timers_run(timers_t *t, uint64_t now_ns);
 
 #endif

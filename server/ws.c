@@ -13,6 +13,7 @@
  */
 #include <assert.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -650,4 +651,84 @@ void ws_shutdown(ws_loop_t *w)
 int ws_is_empty(const ws_loop_t *w)
 {
     return h2o_linklist_is_empty((h2o_linklist_t *)&w->conns);
+}
+
+/* ---- the metrics page's figures ---------------------------------------------------------- */
+
+void ws_report_init(ws_report_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        histogram_init(&r->all[k].lifetime, lifetime_bounds,
+                       sizeof(lifetime_bounds) / sizeof(lifetime_bounds[0]));
+}
+
+void ws_report_add(ws_report_t *r, const ws_loop_t *w)
+{
+    for (size_t k = 0; k < WS_KIND__COUNT; k++) {
+        const ws_stats_t *st = &w->stats[k];
+        ws_stats_t *all = &r->all[k];
+        r->open[k] += STAT_READ(w->open[k]);
+        all->opened += STAT_READ(st->opened);
+        all->messages_in += STAT_READ(st->messages_in);
+        all->bytes_in += STAT_READ(st->bytes_in);
+        all->messages_out += STAT_READ(st->messages_out);
+        all->bytes_out += STAT_READ(st->bytes_out);
+        all->skipped += STAT_READ(st->skipped);
+        for (size_t c = 0; c < WS_CLOSE__COUNT; c++)
+            all->closes[c] += STAT_READ(st->closes[c]);
+        histogram_accumulate(&all->lifetime, &st->lifetime);
+    }
+}
+
+void ws_report_write(const ws_report_t *r, exposition_t *o)
+{
+    const char *const *path = ws_kind_labels;
+
+    exposition_family(o, "notes_ws_connections", "gauge",
+                      "WebSocket connections open now (past the 101, not yet closed), by route.");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        exposition_printf(o, "notes_ws_connections{path=\"%s\"} %zu\n", path[k], r->open[k]);
+    exposition_family(o, "notes_ws_connections_opened_total", "counter",
+                      "WebSocket connections opened (101 written), by route.");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        exposition_printf(o, "notes_ws_connections_opened_total{path=\"%s\"} %llu\n", path[k],
+                          (unsigned long long)r->all[k].opened);
+    exposition_family(o, "notes_ws_messages_total", "counter",
+                      "WebSocket data messages: received whole from clients, and queued to be "
+                      "sent.");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        exposition_printf(o,
+                          "notes_ws_messages_total{path=\"%s\",direction=\"received\"} %llu\n"
+                          "notes_ws_messages_total{path=\"%s\",direction=\"sent\"} %llu\n",
+                          path[k], (unsigned long long)r->all[k].messages_in, path[k],
+                          (unsigned long long)r->all[k].messages_out);
+    exposition_family(o, "notes_ws_message_bytes_total", "counter",
+                      "Payload bytes of those WebSocket messages (frame headers not counted).");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        exposition_printf(o,
+                          "notes_ws_message_bytes_total{path=\"%s\",direction=\"received\"} %llu\n"
+                          "notes_ws_message_bytes_total{path=\"%s\",direction=\"sent\"} %llu\n",
+                          path[k], (unsigned long long)r->all[k].bytes_in, path[k],
+                          (unsigned long long)r->all[k].bytes_out);
+    exposition_family(o, "notes_ws_messages_skipped_total", "counter",
+                      "Messages a route left out because the client was not reading (the feed's "
+                      "gaps).");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        exposition_printf(o, "notes_ws_messages_skipped_total{path=\"%s\"} %llu\n", path[k],
+                          (unsigned long long)r->all[k].skipped);
+    exposition_family(o, "notes_ws_closes_total", "counter",
+                      "WebSocket connections ended, by reason.");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++)
+        for (size_t c = 0; c < WS_CLOSE__COUNT; c++)
+            exposition_printf(o, "notes_ws_closes_total{path=\"%s\",reason=\"%s\"} %llu\n", path[k],
+                              ws_close_labels[c], (unsigned long long)r->all[k].closes[c]);
+    exposition_family(o, "notes_ws_connection_duration_seconds", "histogram",
+                      "Seconds from the 101 being written to the WebSocket's socket closing.");
+    for (size_t k = 0; k < WS_KIND__COUNT; k++) {
+        char labels[48];
+        snprintf(labels, sizeof(labels), "path=\"%s\",", path[k]);
+        exposition_histogram(o, "notes_ws_connection_duration_seconds", labels, &r->all[k].lifetime,
+                             NULL);
+    }
 }

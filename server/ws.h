@@ -26,6 +26,7 @@
 
 #include <h2o.h>
 #include "compiler.h"
+#include "exposition.h"
 #include "request.h"
 #include "stats.h"
 #include "timers.h"
@@ -156,6 +157,22 @@ void ws_shutdown(ws_loop_t *w);
 
 /* 1 once every connection of the loop has closed. */
 int ws_is_empty(const ws_loop_t *w);
+
+/* ---- the metrics page's figures ---------------------------------------------------------- */
+
+/* Every loop's WebSocket figures, added up, per route. */
+typedef struct ws_report {
+    ws_stats_t all[WS_KIND__COUNT];
+    size_t open[WS_KIND__COUNT];
+} ws_report_t;
+
+void ws_report_init(ws_report_t *r);
+
+/* Adds one loop's figures; from any thread. */
+void ws_report_add(ws_report_t *r, const ws_loop_t *w);
+
+/* Writes the notes_ws_* families. */
+void ws_report_write(const ws_report_t *r, exposition_t *o);
 
 /* Sec-WebSocket-Accept for a Sec-WebSocket-Key (24 characters): base64 of
  * the SHA-1 of the key and RFC 6455's GUID; 28 characters, no NUL. */

@@ -1,82 +1,96 @@
 #!/usr/bin/python3
 """Checks that the route tables of the documentation list exactly the routes of
-server/routes.h: README.md's table every route of both ports, docs/api.md's every
-route of the API port, one method and template per route (`GET /notes/:id`).
+server/routes.h (read by tests/route_table.py): docs/api.md's table under
+"## Routes" the API port's, docs/metrics.md's under "## The port" the metrics
+port's, one `METHOD /template` per method a route answers (GET for a route that
+answers any method; HEAD is implied by GET and not listed).
 
-A row of routes.h gives its template and its handlers for GET (and HEAD), POST,
-PUT and any other method; a route with only the last is listed as GET. A row of
-a table is read from its first cell's code span, `METHOD /path...`, with the
+A table row is read from its first cell's code span, `METHOD /path...`, with the
 query (`?…`), optional parts (`[…]`) and a trailing `/…` left out. Each
-difference is printed, and the exit status is 1.
+difference names the page, its line or the row of routes.h it comes from, and
+what to write; the exit status is then 1.
 
-    tests/check_route_tables.py
+    tests/check_route_tables.py             the check
+    tests/check_route_tables.py --rows      prints a row to start from for every
+                                            route, each page's table in order
 """
 import os
 import re
 import sys
 
-REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-ROW = re.compile(r'X\(\s*ROUTE_\w+\s*,\s*"([^"]+)"\s*,\s*(PORT_\w+)\s*,\s*MATCH_\w+\s*,'
-                 r'\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)')
-CELL = re.compile(r"^\|\s*`([A-Z]+) (/[^`]*)`")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import route_table  # noqa: E402
+
+REPO = route_table.REPO
+CELL = re.compile(r"^\|\s*`([A-Z][A-Z-]*) (/[^`]*)`")
+# (page, heading of the section whose first table is checked, port)
+TABLES = [("docs/api.md", "## Routes", "PORT_API"),
+          ("docs/metrics.md", "## The port", "PORT_METRICS")]
 
 
-def code_routes(path):
-    """{port: {(method, template)}} from the ROUTES(X) rows of routes.h."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read().replace("\\\n", " ")
-    routes = {}
-    for template, port, get, post, put, other in ROW.findall(text):
-        if template == "other":
-            continue  # the 404's route, no path of its own
-        methods = [m for m, h in (("GET", get), ("POST", post), ("PUT", put)) if h != "NULL"]
-        if not methods and other != "NULL":
-            methods = ["GET"]
-        routes.setdefault(port, set()).update((m, template) for m in methods)
-    return routes
-
-
-def table_routes(path, heading):
-    """{(method, template)} of the first table after the line `heading` in a page."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    start = text.index("\n" + heading + "\n")
-    found, in_table = set(), False
-    for line in text[start:].splitlines()[1:]:
+def table_rows(path, heading):
+    """{(method, template): line number} of the first table after `heading`."""
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    start = lines.index(heading)
+    found, in_table = {}, False
+    for number, line in enumerate(lines[start + 1:], start + 2):
         if line.startswith("|"):
             in_table = True
             m = CELL.match(line)
             if m:
                 template = re.split(r"[?\[]", m.group(2))[0]
                 template = re.sub(r"/…$", "", template)
-                found.add((m.group(1), template))
+                found[(m.group(1), template)] = number
         elif in_table:
             break
     return found
 
 
-def compare(name, documented, code):
+def compare(page, heading, documented, routes, port):
     problems = []
-    for method, template in sorted(code - documented):
-        problems.append(f"{name}: no row for {method} {template} (server/routes.h has it)")
-    for method, template in sorted(documented - code):
-        problems.append(f"{name}: a row for {method} {template}, which server/routes.h does not have")
+    code = {}
+    for r in routes:
+        if r.port == port:
+            for method, template in route_table.endpoints([r]):
+                code[(method, template)] = r
+    for (method, template), r in sorted(code.items()):
+        if (method, template) not in documented:
+            problems.append(f"{page}: the table under \"{heading}\" has no row for "
+                            f"{method} {template}, which server/routes.h:{r.line} ({r.id}) "
+                            f"answers: add a row whose first cell is `{method} {template}`")
+    for (method, template), line in sorted(documented.items(), key=lambda kv: kv[1]):
+        if (method, template) not in code:
+            problems.append(f"{page}:{line}: the row {method} {template} is a route "
+                            "server/routes.h does not answer on this port; remove the row, or "
+                            "add the method to the route's row in server/routes.h")
     return problems
 
 
 def main():
-    code = code_routes(os.path.join(REPO, "server", "routes.h"))
-    api, metrics = code.get("PORT_API", set()), code.get("PORT_METRICS", set())
-    if len(api) < 5 or not metrics:
-        print("could not read the route table from server/routes.h")
+    try:
+        routes = route_table.read()
+    except ValueError as e:
+        print(e)
         return 1
-    problems = compare("README.md", table_routes(os.path.join(REPO, "README.md"), "## Routes"),
-                       api | metrics)
-    problems += compare("docs/api.md",
-                        table_routes(os.path.join(REPO, "docs", "api.md"), "## Routes"), api)
+    if "--rows" in sys.argv:
+        for page, heading, port in TABLES:
+            print(f"{page}, {heading}:")
+            for r in routes:
+                if r.port == port and r.match != "MATCH_NONE":
+                    for method in r.methods:
+                        print(f"| `{'GET' if method == '*' else method} {r.template}` | |")
+        return 0
+    problems = route_table.problems(routes)
+    total = 0
+    for page, heading, port in TABLES:
+        documented = table_rows(page, heading)
+        total += len(documented)
+        problems += compare(page, heading, documented, routes, port)
     for p in problems:
         print(p)
-    print(f"{len(api | metrics)} routes in server/routes.h, {len(problems)} problem(s)")
+    print(f"{len(route_table.endpoints(routes))} routes and methods in server/routes.h, "
+          f"{total} rows in the docs' tables, {len(problems)} problem(s)")
     return 1 if problems else 0
 
 

@@ -71,7 +71,7 @@ SAME_BYTES = [
     ("GET", "/static/app.min.js", None),
     ("GET", "/nowhere", None),
     ("POST", "/notes", b'{"title": 1}'),
-    ("DELETE", "/notes/1", None),
+    ("NOTESD-PROBE", "/notes/1", None),  # 405; no route may ever name this method
 ]
 # The notes routes, where the Express peer and notesd give the same bytes
 # (docs/api.md, "Same bytes as the reference"): rows, lists, a missing row.

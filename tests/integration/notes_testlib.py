@@ -26,6 +26,10 @@ import psycopg2
 
 REPO = os.environ.get("NOTESD_REPO") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The method of every 405 probe: no row of server/routes.h may name it
+# (tests/route_table.py checks), so a probe can never reach a handler and never
+# change data, whatever methods the routes gain.
+PROBE_METHOD = "NOTESD-PROBE"
 BIN = os.environ.get("NOTESD_BIN") or os.path.join(REPO, "build", "notesd")
 TAGS = ["js", "ts", "node", "bun", "deno", "postgres", "http", "perf"]
 SEED_BODY = "Seeded note body for the JS test. " * 4
@@ -318,7 +322,9 @@ def expected_list(db, tag):
         return js_json([note_obj(r) for r in cur.fetchall()])
 
 
-def count_rows(db):
+def table_state(db):
+    """(rows, largest id) of the notes table: equal before and after a request
+    that must write nothing; a row inserted, updated in place or deleted shows."""
     with db.cursor() as cur:
         cur.execute("select count(*), coalesce(max(id), 0) from notes")
         return cur.fetchone()

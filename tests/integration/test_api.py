@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from notes_testlib import (TAGS, SEED_BODY, Notesd, count_rows, create_database, db_connect,
+from notes_testlib import (TAGS, SEED_BODY, Notesd, table_state, create_database, db_connect,
                            direct_only, expected_list, expected_note, js_json, main, raw_request,
                            request)
 
@@ -125,7 +125,7 @@ class NotesApiTest(unittest.TestCase):
     # POST /notes
 
     def test_post_inserts_and_returns_the_row(self):
-        before = count_rows(self.db)
+        before = table_state(self.db)
         note = {"title": "Hello \"world\" \\ /", "body": "line1\nline2\ttab\u0001é€😀\u2028",
                 "tag": "js"}
         status, headers, body = request(self.port, "POST", "/notes", body=note)
@@ -134,7 +134,7 @@ class NotesApiTest(unittest.TestCase):
         obj = json.loads(body)
         self.assertEqual({k: obj[k] for k in ("title", "body", "tag")}, note)
         self.assertEqual(body, expected_note(self.db, int(obj["id"])))
-        self.assertEqual(count_rows(self.db)[0], before[0] + 1)
+        self.assertEqual(table_state(self.db)[0], before[0] + 1)
         created = datetime.datetime.strptime(obj["created_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
         self.assertLess(abs((datetime.datetime.utcnow() - created).total_seconds()), 60)
 
@@ -167,11 +167,11 @@ class NotesApiTest(unittest.TestCase):
         self.assertEqual(self.get("/notes/42")[2], body)
 
     def test_put_missing_id_returns_404(self):
-        before = count_rows(self.db)
+        before = table_state(self.db)
         status, headers, body = request(self.port, "PUT", "/notes/999999999",
                                         body={"title": "a", "body": "b", "tag": "c"})
         self.assertEqual((status, body), (404, b"Not Found"))
-        self.assertEqual(count_rows(self.db), before)
+        self.assertEqual(table_state(self.db), before)
 
     # the other seed workloads
 

@@ -12,7 +12,7 @@ import zlib
 
 import brotli  # Debian's python3-brotli
 
-from notes_testlib import (ServerTestCase, count_rows, expected_list, expected_note, main,
+from notes_testlib import (ServerTestCase, table_state, expected_list, expected_note, main,
                            request)
 
 JSON_CT = "application/json; charset=utf-8"
@@ -61,7 +61,7 @@ class FramingTest(ServerTestCase):
         # the rest as a second request: an insert the client never framed.
         smuggled = ("POST /notes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                     f"Content-Length: {len(GOOD)}\r\n\r\n{GOOD}").encode()
-        before = count_rows(self.db)
+        before = table_state(self.db)
         raw = exchange(self.port, post(["Content-Length: 2", f"Content-Length: {2 + len(smuggled)}"],
                                        b"{}" + smuggled))
         self.assertEqual(status_of(raw), 400, raw)
@@ -69,25 +69,25 @@ class FramingTest(ServerTestCase):
         self.assertIn(b"\r\nConnection: close\r\n", raw)
         self.assertIn(b"\r\ncontent-type: application/json; charset=utf-8\r\n", raw)
         self.assertIn("Content-Length", json.loads(body_of(raw))["error"])
-        self.assertEqual(count_rows(self.db), before, "the smuggled request ran")
+        self.assertEqual(table_state(self.db), before, "the smuggled request ran")
 
     def test_a_repeated_content_length_gets_400_even_when_the_values_agree(self):
         # Node's parser refuses it, so Express never answers such a request.
-        before = count_rows(self.db)
+        before = table_state(self.db)
         raw = exchange(self.port, post([f"Content-Length: {len(GOOD)}",
                                         f"content-length:  {len(GOOD)}"], GOOD.encode()))
         self.assertEqual(status_of(raw), 400, raw)
         self.assertIn(b"\r\nConnection: close\r\n", raw)
-        self.assertEqual(count_rows(self.db), before)
+        self.assertEqual(table_state(self.db), before)
 
     def test_content_length_with_transfer_encoding_gets_400(self):
-        before = count_rows(self.db)
+        before = table_state(self.db)
         chunked = f"{len(GOOD):x}\r\n{GOOD}\r\n0\r\n\r\n".encode()
         raw = exchange(self.port, post(["Content-Length: 5", "Transfer-Encoding: chunked"], chunked))
         self.assertEqual(status_of(raw), 400, raw)
         self.assertIn(b"\r\nConnection: close\r\n", raw)
         self.assertIn("Transfer-Encoding", json.loads(body_of(raw))["error"])
-        self.assertEqual(count_rows(self.db), before)
+        self.assertEqual(table_state(self.db), before)
 
     def test_absolute_form_is_routed_by_its_path(self):
         note3 = expected_note(self.db, 3)
@@ -207,7 +207,7 @@ class BodyTest(ServerTestCase):
                            title="x" * filler)
         self.assert_stored(*self.post(brotli.compress(exact), {"Content-Encoding": "br"}),
                            title="x" * filler)
-        before = count_rows(self.db)
+        before = table_state(self.db)
         bomb = b'{"title":"' + b" " * 20_000_000 + b'"}'
         for encoding, data in (("gzip", gzip.compress(exact + b" ")),
                                ("gzip", gzip.compress(bomb)),  # 20 kB on the wire
@@ -217,7 +217,7 @@ class BodyTest(ServerTestCase):
                 status, got = self.post(data, {"Content-Encoding": encoding})
                 self.assertEqual(status, 413, got)
                 self.assertEqual(json.loads(got), {"error": f"request body larger than {LIMIT} bytes"})
-        self.assertEqual(count_rows(self.db), before)
+        self.assertEqual(table_state(self.db), before)
 
     def test_compressed_bodies_that_do_not_inflate_get_400(self):
         whole = gzip.compress(GOOD.encode())

@@ -539,6 +539,31 @@ class Http2Test(unittest.TestCase):
                 self.assertEqual(count(after, path, status) - count(before, path, status), 1)
         self.assertEqual(count(after, "/status", 200) - count(before, "/status", 200), 1)
 
+    def test_a_reset_over_http2_counts_no_other_stream_as_a_client_gone(self):
+        """/fault's reset ends the whole HTTP/2 connection: the other stream on
+        it (a /delay in flight) ends with status 0, as the reset one does, and
+        neither is counted in notes_http_clients_gone_total: notesd ended them."""
+        def gone(samples):
+            return sum(v for (name, _), v in samples.items()
+                       if name == "notes_http_clients_gone_total")
+        before = parse(self.server.metrics())
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(0x4, 0, 0))
+            s.sendall(h2_get(1, "/delay/5000"))
+            poll(lambda: total(parse(self.server.metrics()), "http_requests_in_flight") >= 1,
+                 what="the delay in flight")
+            s.sendall(h2_get(3, "/fault/500?action=reset"))
+            try:
+                while s.recv(65536):
+                    pass
+            except ConnectionResetError:
+                pass
+        poll(lambda: count(parse(self.server.metrics()), "/delay/:ms", 0)
+             - count(before, "/delay/:ms", 0) == 1, what="the delay's stream to end")
+        after = parse(self.server.metrics())
+        self.assertEqual(count(after, "/fault/:status", 0) - count(before, "/fault/:status", 0), 1)
+        self.assertEqual(gone(after) - gone(before), 0)
+
     def test_h2load_counts_agree_with_the_server(self):
         for label, url in (("h2", f"https://127.0.0.1:{self.tls_port}/json"),
                            ("h2c", f"http://127.0.0.1:{self.port}/json")):

@@ -61,7 +61,7 @@ class MetricsTest(ServerTestCase):
                  ("GET", "/status", "/status", "200", 9),
                  ("GET", "/", "/", "200", 5),
                  ("HEAD", "/json", "/json", "200", 2),
-                 ("DELETE", "/json", "/json", "405", 2),
+                 ("OPTIONS", "/json", "/json", "405", 2),
                  ("GET", "/no/such/thing", "other", "404", 3)]
         before = self.scrape()
         for method, path, _, _, n in sends:
@@ -191,6 +191,21 @@ class MetricsTest(ServerTestCase):
             # Each loop's probe ticks: about 3 samples per 100 ms.
             poll(lambda: value(parse(server.metrics()), "notes_eventloop_delay_seconds_count")
                  >= 3 * 5, what="lag samples from every loop")
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_readyz_query_has_its_statement_series(self):
+        """A server with no connection yet answers /readyz with a `select 1`,
+        counted like every statement, under statement="ping"."""
+        server = Notesd(self.db_url)
+        try:
+            before = value(parse(server.metrics()), "notes_db_query_duration_seconds_count",
+                           statement="ping")
+            status, _, body = request(server.metrics_port, "GET", "/readyz")
+            self.assertEqual(status, 200, body)
+            after = value(parse(server.metrics()), "notes_db_query_duration_seconds_count",
+                          statement="ping")
+            self.assertEqual((before, after), (0, 1))
         finally:
             self.assertEqual(server.stop(), 0)
 

@@ -356,7 +356,9 @@ class HostileClientTest(ServerTestCase):
                     ok = ok and headers.get("content-type") == "application/json; charset=utf-8" \
                         and "error" in json.loads(resp)
                 if not ok:
-                    failures.append((c["name"], status, resp[:120]))
+                    failures.append(f"{c['name']} (tests/corpus/bad_requests.jsonl): "
+                                    f"{c['method']} {c['path']} expected {c['status']} with a "
+                                    f"JSON error, got {status} {resp[:120]!r}")
             return failures
 
         self.assertEqual(send_all(), [])  # warm-up pass, checked too

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Holds docs/openapi.json to server/routes.h: every route of the table has a
-path in the description with the same methods (GET with HEAD, POST, PUT; a
-route answering any method is described as GET and HEAD), on the right port
+path in the description with the same methods (each method a row names,
+HEAD beside GET; a route answering any method is described as GET and HEAD), on the right port
 (the metrics port's paths name it in their own `servers`), and the description
 has no path and no operation the table lacks. Also: its version is the one
 CMakeLists.txt builds, and every operation has an operationId of its own.
@@ -17,28 +17,28 @@ import os
 import re
 import sys
 
-REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-ROW = re.compile(r'X\(\s*ROUTE_\w+\s*,\s*"([^"]+)"\s*,\s*(PORT_\w+)\s*,\s*(MATCH_\w+)\s*,'
-                 r'\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)')
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import route_table  # noqa: E402
+
+REPO = route_table.REPO
 METHODS = ("get", "head", "post", "put", "delete", "patch", "options", "trace")
 
 
 def table_routes():
-    """{template: (port, match, {methods})} from the ROUTES(X) rows of routes.h."""
-    with open(os.path.join(REPO, "server", "routes.h"), encoding="utf-8") as f:
-        text = f.read().replace("\\\n", " ")
+    """{template: (port, match, {methods})} from server/routes.h (tests/route_table.py):
+    each method a row names, with HEAD beside GET; a route answering any method
+    ("*") is described as GET and HEAD."""
     routes = {}
-    for template, port, match, get, post, put, other in ROW.findall(text):
-        if match == "MATCH_NONE":
+    for r in route_table.read():
+        if r.match == "MATCH_NONE":
             continue  # the 404's route, no path of its own
         methods = set()
-        if get != "NULL" or (other != "NULL" and post == put == "NULL"):
-            methods |= {"get", "head"}
-        if post != "NULL":
-            methods.add("post")
-        if put != "NULL":
-            methods.add("put")
-        routes[template] = (port, match, methods)
+        for name in r.methods:
+            if name in ("GET", "*"):
+                methods |= {"get", "head"}
+            else:
+                methods.add(name.lower())
+        routes[r.template] = (r.port, r.match, methods)
     return routes
 
 

@@ -100,7 +100,7 @@ static int fast_fail_over(void *arg)
 
 static int retry_timer_idle(void *arg)
 {
-    return !h2o_timeout_is_linked(&((pool_t *)arg)->retry_entry);
+    return !timers_is_linked(&((pool_t *)arg)->retry);
 }
 
 static int wait_for_callbacks(h2o_loop_t *loop, int n)

@@ -56,7 +56,7 @@ static void series_table_at_the_cap_stays_inside_its_array(void)
     stats_loop_t *m = malloc(sizeof(*m));
     stats_loop_init(m);
     m->in_flight = 12345;
-    m->open_connections = 678;
+    m->stalls = 678;
     uint64_t observed = 0;
 
     /* route 1, method 0: statuses 100..699, more than fit */
@@ -86,7 +86,7 @@ static void series_table_at_the_cap_stays_inside_its_array(void)
     CHECK_INT_EQ(stats_http_nseries(m), STATS_HTTP_SERIES_MAX);
     CHECK_INT_EQ(total_count(m), observed);
     CHECK_INT_EQ(m->in_flight, 12345);
-    CHECK_INT_EQ(m->open_connections, 678);
+    CHECK_INT_EQ(m->stalls, 678);
     free(m);
 }
 

@@ -143,6 +143,8 @@ static void on_periodic(timer_entry_t *e)
         timers_link(periodic_timers, e, e->due_ns + 10);
 }
 
+/* A pass fires what was due when it began: an entry that links itself again
+ * at an instant the pass has reached waits for the next pass, just after it. */
 static void a_callback_may_link_its_entry_again(void)
 {
     probe_t p;
@@ -153,28 +155,101 @@ static void a_callback_may_link_its_entry_again(void)
     periodic_timers = &t;
     timers_link(&t, &p.entry, 10);
     timers_run(&t, 25);
-    CHECK_INT_EQ(p.fired, 2); /* at 10 and 20; the next is due at 30 */
+    CHECK_INT_EQ(p.fired, 1); /* at 10; linked again for 20, which this pass has reached */
     CHECK(timers_is_linked(&p.entry));
-    CHECK_INT_EQ(p.entry.due_ns, 30);
-    timers_run(&t, 1000);
+    CHECK_INT_EQ(p.entry.due_ns, 26); /* just after the pass */
+    timers_run(&t, 30);
+    CHECK_INT_EQ(p.fired, 2);
+    CHECK_INT_EQ(p.entry.due_ns, 36); /* 26 + 10: after 30, so a deadline of its own */
+    for (uint64_t pass = 0; pass < 10; pass++)
+        timers_run(&t, 1000 + 100 * pass);
     CHECK_INT_EQ(p.fired, 5);
     CHECK(!timers_is_linked(&p.entry));
     timers_stop(&t);
 }
 
-static void stop_drops_linked_entries(void)
+/* An entry that keeps linking itself into the past fires once per pass: the
+ * loop gets back to its sockets in between. */
+static timers_t *eager_timers;
+
+static void on_eager(timer_entry_t *e)
+{
+    probe_t *p = H2O_STRUCT_FROM_MEMBER(probe_t, entry, e);
+    p->fired++;
+    timers_link(eager_timers, e, 0);
+}
+
+static void an_entry_linked_into_the_past_waits_for_the_next_pass(void)
+{
+    probe_t p[2];
+    timers_t t = {0};
+
+    probes_init(p, 2);
+    p[0].entry.cb = on_eager;
+    eager_timers = &t;
+    timers_link(&t, &p[0].entry, 5);
+    timers_link(&t, &p[1].entry, 100);
+    for (int pass = 1; pass <= 3; pass++) {
+        timers_run(&t, 100 + (uint64_t)pass);
+        CHECK_INT_EQ(p[0].fired, pass);
+    }
+    CHECK_INT_EQ(p[1].fired, 1); /* due in the first pass, not starved by p[0] */
+    CHECK(timers_is_linked(&p[0].entry));
+    timers_unlink(&t, &p[0].entry);
+    timers_stop(&t);
+}
+
+/* timers_defer: the callback runs in the next pass, never in the one that deferred it. */
+static timers_t *deferring_timers;
+static probe_t deferred;
+
+static void on_defers(timer_entry_t *e)
+{
+    probe_t *p = H2O_STRUCT_FROM_MEMBER(probe_t, entry, e);
+    p->fired++;
+    timers_defer(deferring_timers, &deferred.entry);
+}
+
+static void a_deferred_entry_runs_in_the_next_pass(void)
+{
+    probe_t p;
+    timers_t t = {0};
+
+    probes_init(&p, 1);
+    memset(&deferred, 0, sizeof(deferred));
+    deferred.entry.cb = on_probe;
+    p.entry.cb = on_defers;
+    deferring_timers = &t;
+    timers_link(&t, &p.entry, 50);
+    timers_run(&t, 50);
+    CHECK_INT_EQ(p.fired, 1);
+    CHECK_INT_EQ(deferred.fired, 0);
+    CHECK(timers_is_linked(&deferred.entry));
+    timers_run(&t, 51);
+    CHECK_INT_EQ(deferred.fired, 1);
+    /* Outside a pass it is due at once: the next pass, whatever its instant. */
+    timers_defer(&t, &deferred.entry);
+    timers_run(&t, 1);
+    CHECK_INT_EQ(deferred.fired, 2);
+    timers_stop(&t);
+}
+
+/* timers_stop runs what is due (a deferred free must not leak) and drops the rest. */
+static void stop_runs_what_is_due_and_drops_the_rest(void)
 {
     probe_t p[3];
     timers_t t = {0};
 
     probes_init(p, 3);
-    for (int i = 0; i < 3; i++)
-        timers_link(&t, &p[i].entry, 10 + (uint64_t)i);
+    timers_defer(&t, &p[0].entry);
+    for (int i = 1; i < 3; i++)
+        timers_link(&t, &p[i].entry, stats_now_ns() + 3600000000000ULL + (uint64_t)i);
     timers_stop(&t);
-    for (int i = 0; i < 3; i++) {
+    CHECK_INT_EQ(p[0].fired, 1);
+    for (int i = 0; i < 3; i++)
         CHECK(!timers_is_linked(&p[i].entry));
-        CHECK_INT_EQ(p[i].fired, 0);
-    }
+    CHECK_INT_EQ(p[1].fired, 0);
+    CHECK_INT_EQ(p[2].fired, 0);
     CHECK_INT_EQ(timers_pending(&t), 0);
 }
 
@@ -298,7 +373,9 @@ int main(void)
     CHECK_RUN(unlinked_entries_never_fire);
     CHECK_RUN(equal_deadlines_all_fire);
     CHECK_RUN(a_callback_may_link_its_entry_again);
-    CHECK_RUN(stop_drops_linked_entries);
+    CHECK_RUN(an_entry_linked_into_the_past_waits_for_the_next_pass);
+    CHECK_RUN(a_deferred_entry_runs_in_the_next_pass);
+    CHECK_RUN(stop_runs_what_is_due_and_drops_the_rest);
     CHECK_RUN(the_timerfd_wakes_the_loop_at_each_deadline);
     CHECK_RUN(arming_is_lazy_and_still_wakes_for_the_next_deadline);
     CHECK_RUN(a_past_deadline_fires_at_once);

@@ -1,0 +1,136 @@
+/*
+ * journal.h - the request journal: one record per HTTP request and per
+ * WebSocket message, kept in a ring per loop, so that a reader can say when
+ * each request arrived and which one a load tool's figure belongs to.
+ *
+ * Owns journal_t, one loop's ring of JOURNAL records allocated at start-up
+ * (no allocation per request), and the record's layout. The loop's thread
+ * writes (journal_add); the metrics port's thread reads (journal_read) with
+ * a sequence lock per record, every word an atomic access, so neither waits
+ * for the other and no lock is shared across loops. Each record carries the
+ * loop's sequence number (1, 2, ...); a reader pages through a loop with
+ * `since`, and a record overwritten before any reader was given it is
+ * counted (dropped), never lost in silence. What each timestamp is, exactly,
+ * and what the journal costs: docs/journal.md.
+ *
+ * Filling a record from a request is request.c's (and ws.c's for messages);
+ * the metrics port's GET /journal formats records (journal_format).
+ */
+#ifndef NOTESD_JOURNAL_H
+#define NOTESD_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "compiler.h"
+#include "exposition.h"
+
+/* Most records a loop's ring holds (JOURNAL's upper bound). */
+#define JOURNAL_MAX 10000000
+/* Longest X-Request-Id kept; a longer one is cut there (request_id_cut says so). */
+#define JOURNAL_REQUEST_ID_MAX 64
+
+enum journal_kind {
+    JOURNAL_HTTP,   /* an HTTP request, when h2o disposed of it */
+    JOURNAL_WS_IN,  /* a WebSocket data message received whole */
+    JOURNAL_WS_OUT, /* a WebSocket data message queued to be sent */
+};
+
+enum journal_proto {
+    JOURNAL_H1 = 1,  /* HTTP/1.x */
+    JOURNAL_H2 = 2,  /* HTTP/2 */
+    JOURNAL_TLS = 4, /* either, over TLS */
+};
+
+/* One record. Times are microseconds since the Unix epoch (the wall clock); 0: not known. */
+typedef struct journal_record {
+    uint64_t seq;                /* the loop's sequence number; 0 while the slot is being written */
+    uint64_t conn_id;            /* h2o's connection id, unique in the process */
+    int64_t conn_at_us;          /* the connection was accepted (h2o's timestamp) */
+    int64_t arrived_us;          /* the request's head began to arrive (h2o's timestamp); for a
+                                    message, when it was received whole */
+    int64_t started_us;          /* the handler received the request (notesd's clock) */
+    int64_t ended_us;            /* h2o disposed of the request: its last byte written, or the
+                                    client gone (notesd's clock); for a message, = started_us */
+    uint64_t trace_hi, trace_lo; /* the trace id of a valid traceparent; both 0: none */
+    uint32_t wait_us;            /* waited for a database connection (0: no query) */
+    uint32_t query_us;           /* its query, from sending to the complete result */
+    uint32_t bytes_in;           /* request body bytes (a message: its payload) */
+    uint32_t bytes_out;          /* response body bytes h2o sent (a message: its payload) */
+    uint32_t stream_id;          /* the HTTP/2 stream; 0 for HTTP/1 */
+    uint16_t status;             /* the status recorded (0: no answer was sent) */
+    uint8_t kind;                /* enum journal_kind */
+    uint8_t proto;               /* enum journal_proto, or-ed */
+    uint8_t method;              /* request_method_labels' index */
+    uint8_t route;               /* the route id (routes.h) */
+    uint8_t loop;                /* the loop that served it */
+    uint8_t request_id_len;      /* bytes of request_id used */
+    uint8_t request_id_cut;      /* 1: X-Request-Id was longer and is cut */
+    uint8_t pad[3];
+    char request_id[JOURNAL_REQUEST_ID_MAX]; /* the X-Request-Id header's value */
+} journal_record_t;
+
+#define JOURNAL_WORDS (sizeof(journal_record_t) / sizeof(uint64_t))
+
+/* A slot of the ring: the record, or its words for the atomic copies. */
+typedef union journal_slot {
+    journal_record_t rec;
+    uint64_t words[JOURNAL_WORDS];
+} journal_slot_t;
+
+/* One loop's journal. */
+typedef struct journal {
+    journal_slot_t *ring; /* `cap` slots, allocated by journal_init */
+    size_t cap;
+    uint64_t next;    /* the sequence number of the next record (atomic: the reader reads it) */
+    uint64_t given;   /* the newest record a reader was given (atomic: the reader writes it) */
+    uint64_t dropped; /* records overwritten before a reader was given them (atomic) */
+} journal_t;
+
+/* Allocates a ring of `cap` records (0: the journal is off, journal_add must
+ * not be called). At start-up. Returns 0, or -1 when the memory is not there. */
+NOTESD_MUSTCHECK int journal_init(journal_t *j, size_t cap);
+
+void journal_free(journal_t *j);
+
+/* The words of a record before its request_id. */
+#define JOURNAL_HEAD_WORDS (offsetof(journal_record_t, request_id) / sizeof(uint64_t))
+
+/* Adds one record (its seq is set here) on the loop's own thread. Only the
+ * bytes of request_id that request_id_len uses are read (and kept). */
+void journal_add(journal_t *j, const journal_record_t *rec);
+
+/* What a reader got: up to `max` records with seq > since, oldest first,
+ * copied whole into out[]. */
+typedef struct journal_page {
+    size_t n;                    /* records copied */
+    uint64_t lost_from, lost_to; /* records after `since` overwritten before this read:
+                                    seq lost_from..lost_to; 0, 0: none */
+    uint64_t next;               /* `since` of the next page: the last seq given, or `since` */
+    uint64_t newest;             /* the newest seq the loop had written when read */
+} journal_page_t;
+
+/* Copies records after `since` into out[0 .. max) (from any thread) and
+ * marks them given, so their slots are no longer dropped when overwritten. */
+void journal_read(journal_t *j, uint64_t since, journal_record_t *out, size_t max,
+                  journal_page_t *page);
+
+/* Longest line journal_format writes, newline included. */
+#define JOURNAL_LINE_MAX 1024
+
+/* One record as a line of NDJSON (a JSON object and '\n'); `method` and
+ * `route` name the record's indices. Returns the bytes written. */
+size_t journal_format(const journal_record_t *r, const char *method, const char *route, char *out);
+
+/* ---- the metrics page's figures ---------------------------------------------------------- */
+
+typedef struct journal_report {
+    uint64_t records, dropped;
+    size_t cap; /* records per loop */
+} journal_report_t;
+
+void journal_report_add(journal_report_t *r, const journal_t *j);
+
+/* Writes notes_journal_records_total, notes_journal_dropped_total, notes_journal_capacity. */
+void journal_report_write(const journal_report_t *r, exposition_t *o);
+
+#endif

@@ -1,0 +1,224 @@
+/*
+ * test_journal.c - unit tests of server/journal.c: records read back whole and
+ * in order, pages that neither lose nor repeat a record, the ring going
+ * round (lost for the reader, dropped when no reader had it), a record line's
+ * escaping, and a reader on another thread while the writer laps it.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "journal.h"
+
+/* A record whose every field is a function of n, so a torn copy shows. */
+static journal_record_t made(uint64_t n)
+{
+    journal_record_t r;
+    memset(&r, 0, sizeof(r));
+    r.conn_id = n * 3;
+    r.arrived_us = (int64_t)n * 7;
+    r.started_us = (int64_t)n * 7 + 1;
+    r.ended_us = (int64_t)n * 7 + 2;
+    r.status = (uint16_t)(n % 600);
+    r.bytes_out = (uint32_t)(n * 11);
+    r.trace_lo = n ^ 0x5555;
+    r.request_id_len = 8;
+    memcpy(r.request_id, &n, 8);
+    return r;
+}
+
+static int consistent(const journal_record_t *r)
+{
+    uint64_t n = r->conn_id / 3, id;
+    memcpy(&id, r->request_id, 8);
+    return r->conn_id == n * 3 && r->arrived_us == (int64_t)n * 7 &&
+           r->ended_us == (int64_t)n * 7 + 2 && r->status == n % 600 && r->bytes_out == n * 11 &&
+           r->trace_lo == (n ^ 0x5555) && id == n;
+}
+
+static void records_come_back_whole_and_in_order(void)
+{
+    journal_t j;
+    journal_record_t out[16];
+    journal_page_t page;
+    CHECK_INT_EQ(journal_init(&j, 8), 0);
+    for (uint64_t n = 1; n <= 5; n++) {
+        journal_record_t r = made(n);
+        journal_add(&j, &r);
+    }
+    journal_read(&j, 0, out, 16, &page);
+    CHECK_INT_EQ(page.n, 5);
+    CHECK_INT_EQ(page.lost_from, 0);
+    CHECK_INT_EQ(page.next, 5);
+    CHECK_INT_EQ(page.newest, 5);
+    for (size_t i = 0; i < page.n; i++) {
+        CHECK_INT_EQ(out[i].seq, i + 1);
+        CHECK_INT_EQ(out[i].conn_id, (i + 1) * 3);
+        CHECK(consistent(&out[i]));
+    }
+    /* the next page starts after the last: nothing new yet */
+    journal_read(&j, page.next, out, 16, &page);
+    CHECK_INT_EQ(page.n, 0);
+    CHECK_INT_EQ(page.next, 5);
+    journal_free(&j);
+}
+
+static void small_pages_neither_lose_nor_repeat(void)
+{
+    journal_t j;
+    journal_record_t out[3];
+    journal_page_t page;
+    CHECK_INT_EQ(journal_init(&j, 100), 0);
+    for (uint64_t n = 1; n <= 50; n++) {
+        journal_record_t r = made(n);
+        journal_add(&j, &r);
+    }
+    uint64_t since = 0, expect = 1, pages = 0;
+    do {
+        journal_read(&j, since, out, 3, &page);
+        for (size_t i = 0; i < page.n; i++)
+            CHECK_INT_EQ(out[i].seq, expect++);
+        CHECK_INT_EQ(page.lost_from, 0);
+        since = page.next;
+        pages++;
+    } while (page.n > 0);
+    CHECK_INT_EQ(expect, 51);
+    CHECK_INT_EQ(pages, 18); /* 17 pages of records, one empty */
+    journal_free(&j);
+}
+
+/* The ring goes round: a reader is told what it missed (lost), and what no
+ * reader was given is counted (dropped); what a reader had is not. */
+static void the_ring_going_round_is_lost_and_dropped_never_silent(void)
+{
+    journal_t j;
+    journal_record_t out[16];
+    journal_page_t page;
+    CHECK_INT_EQ(journal_init(&j, 4), 0);
+    for (uint64_t n = 1; n <= 3; n++) {
+        journal_record_t r = made(n);
+        journal_add(&j, &r);
+    }
+    journal_read(&j, 0, out, 16, &page); /* 1..3 given */
+    CHECK_INT_EQ(page.n, 3);
+    for (uint64_t n = 4; n <= 10; n++) {
+        journal_record_t r = made(n);
+        journal_add(&j, &r);
+    }
+    /* slots of 1..6 overwritten: 1..3 had been given, 4..6 had not */
+    CHECK_INT_EQ(j.dropped, 3);
+    journal_read(&j, 3, out, 16, &page);
+    CHECK_INT_EQ(page.lost_from, 4);
+    CHECK_INT_EQ(page.lost_to, 6);
+    CHECK_INT_EQ(page.n, 4);
+    CHECK_INT_EQ(out[0].seq, 7);
+    CHECK_INT_EQ(out[3].seq, 10);
+    CHECK_INT_EQ(page.next, 10);
+    /* 7..10 were given: overwriting them drops nothing more */
+    for (uint64_t n = 11; n <= 14; n++) {
+        journal_record_t r = made(n);
+        journal_add(&j, &r);
+    }
+    CHECK_INT_EQ(j.dropped, 3);
+    journal_report_t rep = {0};
+    journal_report_add(&rep, &j);
+    CHECK_INT_EQ(rep.records, 14);
+    CHECK_INT_EQ(rep.dropped, 3);
+    CHECK_INT_EQ(rep.cap, 4);
+    journal_free(&j);
+}
+
+static void a_line_is_json_with_its_request_id_escaped(void)
+{
+    journal_record_t r = made(9);
+    char line[JOURNAL_LINE_MAX];
+    r.seq = 9;
+    r.proto = JOURNAL_H2 | JOURNAL_TLS;
+    r.stream_id = 5;
+    r.trace_hi = 0x0af7651916cd43ddULL, r.trace_lo = 0x8448eb211c80319cULL;
+    memcpy(r.request_id, "a\"b\\c\x01\xff", 7);
+    r.request_id_len = 7;
+    r.request_id_cut = 1;
+    size_t n = journal_format(&r, "GET", "/notes/:id", line);
+    CHECK(n < sizeof(line));
+    line[n] = '\0';
+    CHECK(line[n - 1] == '\n');
+    CHECK(strstr(line, "\"seq\":9,") != NULL);
+    CHECK(strstr(line, "\"proto\":\"h2\",\"tls\":true,\"stream\":5,") != NULL);
+    CHECK(strstr(line, "\"route\":\"/notes/:id\"") != NULL);
+    CHECK(strstr(line, "\"trace_id\":\"0af7651916cd43dd8448eb211c80319c\"") != NULL);
+    CHECK(strstr(line, "\"request_id\":\"a\\\"b\\\\c\\u0001\\u00ff\",\"request_id_cut\":true}") !=
+          NULL);
+    /* the longest line fits JOURNAL_LINE_MAX */
+    memset(&r, 0xff, sizeof(r));
+    r.kind = JOURNAL_WS_OUT;
+    r.request_id_len = JOURNAL_REQUEST_ID_MAX;
+    r.request_id_cut = 1;
+    n = journal_format(&r, "OPTIONS", "/fault/:status", line);
+    CHECK(n <= JOURNAL_LINE_MAX);
+}
+
+/* ---- a reader on another thread ------------------------------------------------------------ */
+
+#define LAPS 400000
+
+static journal_t shared;
+static int writer_done;
+
+static void *write_many(void *arg)
+{
+    for (uint64_t n = 1; n <= LAPS; n++) {
+        journal_record_t r = made(n);
+        journal_add(&shared, &r);
+    }
+    __atomic_store_n(&writer_done, 1, __ATOMIC_RELEASE);
+    return arg;
+}
+
+/* Every record a reader gets is whole, seqs only go up, and what it got plus
+ * what it was told it lost is everything written. */
+static void a_reader_racing_the_writer_gets_whole_records_or_is_told(void)
+{
+    static journal_record_t out[64];
+    journal_page_t page;
+    pthread_t writer;
+    uint64_t since = 0, got = 0, lost = 0, torn = 0, backwards = 0;
+
+    CHECK_INT_EQ(journal_init(&shared, 256), 0);
+    pthread_create(&writer, NULL, write_many, NULL);
+    for (;;) {
+        int done = __atomic_load_n(&writer_done, __ATOMIC_ACQUIRE);
+        journal_read(&shared, since, out, 64, &page);
+        if (page.lost_from != 0) {
+            lost += page.lost_to - page.lost_from + 1;
+            backwards += page.lost_from != since + 1;
+        }
+        for (size_t i = 0; i < page.n; i++) {
+            torn += !consistent(&out[i]) || out[i].conn_id != out[i].seq * 3;
+            backwards += out[i].seq <= since;
+            since = out[i].seq;
+        }
+        got += page.n;
+        if (page.n == 0 && page.lost_from == 0 && done)
+            break;
+        since = page.next;
+    }
+    pthread_join(writer, NULL);
+    printf("    read %llu records, told of %llu lost\n", (unsigned long long)got,
+           (unsigned long long)lost);
+    CHECK_INT_EQ(torn, 0);
+    CHECK_INT_EQ(backwards, 0);
+    CHECK_INT_EQ(got + lost, LAPS);
+    CHECK(got > 0);
+    journal_free(&shared);
+}
+
+int main(void)
+{
+    CHECK_RUN(records_come_back_whole_and_in_order);
+    CHECK_RUN(small_pages_neither_lose_nor_repeat);
+    CHECK_RUN(the_ring_going_round_is_lost_and_dropped_never_silent);
+    CHECK_RUN(a_line_is_json_with_its_request_id_escaped);
+    CHECK_RUN(a_reader_racing_the_writer_gets_whole_records_or_is_told);
+    return check_summary();
+}

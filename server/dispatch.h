@@ -24,7 +24,7 @@
  * so that a path no row matches gets notesd's JSON 404 on both ports, not
  * h2o's text one, and calls the rows' set-up hooks; and a filter on the host's
  * fallback path that makes h2o's own 413 notesd's. Requests of the port are
- * handled with `settings`, which must outlive the server. At start-up, before
+ * handled with `settings`, which must last as long as the process. At start-up, before
  * any loop runs. */
 void dispatch_register(h2o_hostconf_t *host, enum route_port port,
                        const request_settings_t *settings);

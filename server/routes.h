@@ -52,7 +52,7 @@ typedef int (*route_handler_t)(notesd_req_t *r);
     X(ROUTE_PRIMES, "/primes", PORT_API, MATCH_EXACT, misc_primes, NULL, NULL, NULL, NULL)         \
     X(ROUTE_STATIC, "/static", PORT_API, MATCH_PREFIX, misc_static, NULL, NULL, NULL,              \
       misc_static_setup)                                                                           \
-    X(ROUTE_DELAY, "/delay/:ms", PORT_API, MATCH_PREFIX, delay_get, NULL, NULL, NULL, NULL)        \
+    X(ROUTE_DELAY, "/delay/:ms", PORT_API, MATCH_PARAM, delay_get, NULL, NULL, NULL, NULL)         \
     X(ROUTE_FAULT, "/fault/:status", PORT_API, MATCH_PARAM, fixture_fault, NULL, NULL, NULL, NULL) \
     X(ROUTE_BYTES, "/bytes/:n", PORT_API, MATCH_PARAM, fixture_bytes, NULL, NULL, NULL, NULL)      \
     X(ROUTE_DRIP, "/drip", PORT_API, MATCH_EXACT, fixture_drip, NULL, NULL, NULL, NULL)            \

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "head.h"
+#include "knob.h"
 #include "loop.h"
 #include "respond.h"
 #include "rng.h"
@@ -44,23 +46,6 @@ static struct stream *stream_new(notesd_req_t *r, size_t cap,
     s->generator.proceed = proceed;
     r->u.stream.state = s;
     return s;
-}
-
-/* Reads query parameter `name` as a whole number in lo..hi; 0, or -1 after answering 400. */
-static int knob(notesd_req_t *r, const char *name, long lo, long hi, long *out)
-{
-    h2o_iovec_t query = request_query(r);
-    long v = 0;
-    int found = validate_query_number(query.base, query.len, name, hi, &v);
-    if (found < 0 || (found == 1 && v < lo)) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "%s must be a whole number from %ld to %ld", name, lo, hi);
-        respond_error(r, 400, msg);
-        return -1;
-    }
-    if (found == 1)
-        *out = v;
-    return 0;
 }
 
 /* Starts a chunked 200 (no Content-Length). Returns 1 when the body is to
@@ -119,32 +104,39 @@ static void on_sse_proceed(h2o_generator_t *generator, h2o_req_t *req)
  * N + 1..C, the first at once; 204 when nothing is left. */
 int stream_sse(notesd_req_t *r)
 {
-    long count = 10, delay_ms = 100, jitter = 0;
-    uint64_t last_id = 0;
-    if (knob(r, "count", 1, SSE_MAX_COUNT, &count) != 0 ||
-        knob(r, "delay_ms", 0, REQUEST_WAIT_MAX_MS, &delay_ms) != 0 ||
-        knob(r, "jitter", 0, REQUEST_WAIT_MAX_MS, &jitter) != 0)
+    uint64_t count = 10, delay_ms = 100, jitter = 0, last_id = 0;
+    if (knob_query(r, "count", 1, SSE_MAX_COUNT, &count) < 0 ||
+        knob_query(r, "delay_ms", 0, REQUEST_WAIT_MAX_MS, &delay_ms) < 0 ||
+        knob_query(r, "jitter", 0, REQUEST_WAIT_MAX_MS, &jitter) < 0)
         return 0;
     h2o_req_t *req = r->req;
     ssize_t h = h2o_find_header_by_str(&req->headers, H2O_STRLIT("last-event-id"), -1);
     if (h >= 0) {
+        /* a whole number, however long: one at or past the count has nothing left */
         h2o_iovec_t v = req->headers.entries[h].value;
-        if (sse_last_event_id(v.base, v.len, &last_id) != 0) {
+        v.len = head_trim((const char **)&v.base, v.len);
+        switch (validate_whole_number(v.base, v.len, count, &last_id)) {
+        case VALIDATE_NUMBER:
+            break;
+        case VALIDATE_ABOVE_MAX:
+            last_id = count;
+            break;
+        default:
             respond_error(r, 400, "Last-Event-ID must be a whole number");
             return 0;
         }
     }
-    if (last_id >= (uint64_t)count) {
+    if (last_id >= count) {
         /* nothing left: 204 tells an EventSource to stop reconnecting */
         respond(r, 204, CT_TEXT, "", 0);
         return 0;
     }
     struct stream *s = stream_new(r, SSE_EVENT_MAX, on_sse_proceed);
-    s->count = s->last = (uint64_t)count;
+    s->count = s->last = count;
     s->first = s->next = last_id + 1;
     s->start_ns = s->due_ns = r->start_ns;
-    s->delay_ns = (uint64_t)delay_ms * 1000000;
-    s->jitter_ns = (uint64_t)jitter * 1000000;
+    s->delay_ns = delay_ms * 1000000;
+    s->jitter_ns = jitter * 1000000;
     /* a pending event's timer refers to the request until it fires */
     r->on_dispose = request_timer_cancel;
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL,
@@ -176,14 +168,12 @@ static void on_lines_proceed(h2o_generator_t *generator, h2o_req_t *req)
  * the client reads them. */
 int stream_lines(notesd_req_t *r)
 {
-    long n;
-    if (validate_whole_number(r->param.base, r->param.len, STREAM_MAX_LINES, &n) != 0) {
-        respond_error(r, 400, "n must be a whole number from 0 to 1000000");
+    uint64_t n;
+    if (knob_path(r, "n", 0, STREAM_MAX_LINES, &n) != 0)
         return 0;
-    }
     struct stream *s = stream_new(r, STREAM_CHUNK, on_lines_proceed);
     s->next = 1;
-    s->last = s->count = (uint64_t)n;
+    s->last = s->count = n;
     if (stream_begin(r, s, "application/x-ndjson; charset=utf-8"))
         on_lines_proceed(&s->generator, r->req);
     return 0;

@@ -43,6 +43,16 @@ def events(body):
     return out
 
 
+def exchange(port, data, timeout=30):
+    """Sends raw bytes; returns all the server sends until it closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        return out
+
+
 def get(port, path, headers=None, timeout=30):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
@@ -106,6 +116,23 @@ class StreamTest(ServerTestCase):
         status, _, body = get(self.port, "/sse", {"Last-Event-ID": "three"})
         self.assertEqual(status, 400)
         self.assertEqual(json.loads(body), {"error": "Last-Event-ID must be a whole number"})
+
+    def test_last_event_id_past_the_count_is_204_whatever_its_size(self):
+        for big in ("100000000000000000000000000", "18446744073709551616", "0" * 30 + "6"):
+            status, _, body = get(self.port, "/sse?count=5", {"Last-Event-ID": big})
+            self.assertEqual((status, body), (204, b""), big)
+        status, _, _ = get(self.port, "/sse?count=5", {"Last-Event-ID": "1" * 30 + "x"})
+        self.assertEqual(status, 400)
+
+    def test_last_event_id_is_read_without_the_whitespace_around_it(self):
+        """RFC 9110 section 5.5; h2o 2.2.5 keeps the trailing spaces, so "2 " reached the
+        parser as it came."""
+        for value in ("2 ", "2\t", " 2", " \t2 \t"):
+            answer = exchange(self.port, ("GET /sse?count=4&delay_ms=0 HTTP/1.1\r\n"
+                                             "Host: x\r\nConnection: close\r\n"
+                                             f"Last-Event-ID: {value}\r\n\r\n").encode())
+            self.assertTrue(answer.startswith(b"HTTP/1.1 200 "), (value, answer[:60]))
+            self.assertEqual(re.findall(rb"id: (\d+)\n", answer), [b"3", b"4"], repr(value))
 
     def test_knobs_out_of_range_are_400_naming_the_knob(self):
         for query, knob in (("count=0", "count"), ("count=100001", "count"),

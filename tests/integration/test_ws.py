@@ -358,6 +358,54 @@ class EchoTest(ServerTestCase):
             self.assertEqual(server.stop(), 0)
 
 
+    def test_an_extended_connect_over_http2_ends_its_connection(self):
+        """RFC 8441's extended CONNECT (`:protocol: websocket`) over h2c: libh2o 2.2.5's header
+        parser takes a pseudo-header it does not know for a connection error, so the whole
+        connection ends with GOAWAY PROTOCOL_ERROR before notesd sees a request (notesd never
+        offers SETTINGS_ENABLE_CONNECT_PROTOCOL, so a client that follows RFC 8441 does not
+        send one). Other connections are not touched, and a plain GET over HTTP/2 gets 400."""
+        try:
+            import h2.config
+            import h2.connection
+            import h2.events
+        except ImportError:
+            self.skipTest("python3-h2 is not installed")
+        server = Notesd(self.db_url, args=["--h2c"])
+        try:
+            before = parse(server.metrics())
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            conn = h2.connection.H2Connection(h2.config.H2Configuration(
+                client_side=True, validate_outbound_headers=False))
+            conn.initiate_connection()
+            conn.send_headers(1, [(":method", "CONNECT"), (":protocol", "websocket"),
+                                  (":scheme", "http"), (":path", "/ws/echo"),
+                                  (":authority", "127.0.0.1"), ("sec-websocket-version", "13")],
+                              end_stream=False)
+            sock.sendall(conn.data_to_send())
+            ended = None
+            while ended is None:
+                data = sock.recv(65536)
+                if not data:
+                    break
+                for event in conn.receive_data(data):
+                    if isinstance(event, h2.events.ConnectionTerminated):
+                        ended = event.error_code
+                    self.assertNotIsInstance(event, h2.events.ResponseReceived)
+            sock.close()
+            self.assertEqual(ended, 1)  # PROTOCOL_ERROR
+            out = subprocess.run(["curl", "-s", "--http2-prior-knowledge", "-o", "/dev/null",
+                                  "-w", "%{http_code}", f"http://127.0.0.1:{server.port}/ws/echo"],
+                                 capture_output=True, text=True, timeout=30).stdout
+            self.assertEqual(out, "400")
+            after = parse(server.metrics())
+            self.assertEqual(val(after, "http_requests_total", method="GET", path="/ws/echo",
+                                 status_code="400") -
+                             val(before, "http_requests_total", method="GET", path="/ws/echo",
+                                 status_code="400"), 1)  # the GET alone
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
 class FeedTest(ServerTestCase):
     database = "ws_feed"
 

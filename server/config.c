@@ -97,13 +97,16 @@ static const struct option_row options[] = {
     {"tls-port", "TLS_PORT", OPT_PORT_OR_AUTO, FIELD(tls_port), "0", 0, 65535,
      "port of the TLS listener (HTTP/2 and HTTP/1.1 by ALPN); 0 = no TLS, auto takes a free one"},
     {"ws-idle-timeout-ms", "WS_IDLE_TIMEOUT_MS", OPT_INT, FIELD(ws_idle_timeout_ms), "60000", 1,
-     INT_MAX, "a WebSocket with nothing received or written for this long is closed (1001)"},
+     INT_MAX,
+     "a WebSocket with nothing received or written for this long is closed (1001), and one "
+     "whose queue stays full this long (1008)"},
     {"ws-max-fragment-bytes", "WS_MAX_FRAGMENT_BYTES", OPT_INT, FIELD(ws_max_fragment_bytes),
      "65536", 1, 16777216, "a WebSocket frame from a client longer than this closes it (1009)"},
     {"ws-max-message-bytes", "WS_MAX_MESSAGE_BYTES", OPT_INT, FIELD(ws_max_message_bytes), "65536",
      1, 16777216,
      "a WebSocket message from a client longer than this closes it (1009); also how much may "
-     "wait to be sent before the server stops reading"},
+     "wait to be sent (128 bytes counted per frame beyond its payload) before the server stops "
+     "reading"},
     {"ws-max-messages", "WS_MAX_MESSAGES", OPT_INT, FIELD(ws_max_messages), "0", 0, INT_MAX,
      "messages a WebSocket client may send; the next one closes it (1008); 0 = no limit"},
 };

@@ -50,8 +50,8 @@ struct stream {
 /* This loop's watched streams, by their socket's descriptor (an HTTP/1
  * connection answers one request at a time, so one stream per descriptor):
  * the socket's read callback is handed the socket alone, whose data is h2o's
- * connection. Grows to the highest descriptor watched; used by the loop's own
- * thread only. */
+ * connection. Grows to the highest descriptor watched (8 bytes a descriptor)
+ * and is kept for the thread's life; used by the loop's own thread only. */
 static __thread struct stream **watched_by_fd;
 static __thread size_t watched_cap;
 

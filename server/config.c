@@ -311,9 +311,11 @@ static const struct option_row options[] = {
      .def = "60000",
      .min = 1,
      .max = INT_MAX,
-     .help = "a WebSocket with nothing received or written for this long is closed (1001)",
-     .text = "a WebSocket with nothing received or written for this long is closed with 1001 "
-             "(see [WebSocket routes](api.md#websocket-routes))"},
+     .help = "a WebSocket with nothing received or written for this long is closed (1001), and "
+             "one whose queue stays full this long (1008)",
+     .text = "a WebSocket with nothing received or written for this long is closed with 1001, "
+             "and one whose send queue stays full this long (a client that does not read) with "
+             "1008 (see [WebSocket routes](api.md#websocket-routes))"},
     {.flag = "ws-max-fragment-bytes",
      .env = "WS_MAX_FRAGMENT_BYTES",
      .type = OPT_INT,
@@ -331,10 +333,12 @@ static const struct option_row options[] = {
      .min = 1,
      .max = 16777216,
      .help = "a WebSocket message from a client longer than this closes it (1009); also how much "
-             "may wait to be sent before the server stops reading",
+             "may wait to be sent (128 bytes counted per frame beyond its payload) before the "
+             "server stops reading",
      .text = "a WebSocket message from a client longer than this closes the connection with "
-             "1009; also how much may wait to be sent to one client before notesd stops reading "
-             "it (`/ws/echo`) or leaves messages out (`/ws/feed`)"},
+             "1009; also how much may wait to be sent to one client, each queued frame counted "
+             "as its payload and 128 bytes, before notesd stops reading it (`/ws/echo`) or leaves "
+             "messages out (`/ws/feed`)"},
     {.flag = "ws-max-messages",
      .env = "WS_MAX_MESSAGES",
      .type = OPT_INT,

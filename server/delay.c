@@ -9,10 +9,10 @@
  * every answer is due exactly `ms` after the handler received the request.
  */
 #include <stdio.h>
+#include "knob.h"
 #include "respond.h"
 #include "rng.h"
 #include "routes.h"
-#include "validate.h"
 
 /* A delay in microseconds: `ms` plus a uniform offset in [-jitter, +jitter]
  * milliseconds, never below 0. `u` is uniform in [0, 1). */
@@ -33,21 +33,13 @@ static void on_delay_due(notesd_req_t *r)
 /* GET /delay/:ms[?jitter=J] */
 int delay_get(notesd_req_t *r)
 {
-    h2o_iovec_t p = r->param; /* what follows "/delay/" */
-    long ms = 0, jitter = 0;
+    uint64_t ms = 0, jitter = 0;
 
-    /* Five characters at most: leading zeros beyond that are refused too. */
-    if (p.len > 5 || validate_whole_number(p.base, p.len, REQUEST_WAIT_MAX_MS, &ms) != 0) {
-        respond_error(r, 400, "delay must be a whole number of milliseconds, 0 to 60000");
+    if (knob_path(r, "delay", 0, REQUEST_WAIT_MAX_MS, &ms) < 0 ||
+        knob_query(r, "jitter", 0, REQUEST_WAIT_MAX_MS, &jitter) < 0)
         return 0;
-    }
-    h2o_iovec_t query = request_query(r);
-    if (validate_query_number(query.base, query.len, "jitter", REQUEST_WAIT_MAX_MS, &jitter) < 0) {
-        respond_error(r, 400, "jitter must be a whole number of milliseconds, 0 to 60000");
-        return 0;
-    }
-    r->u.delay.ms = ms;
-    uint64_t due = stats_now_ns() + (uint64_t)draw_us(ms, jitter, rng_uniform()) * 1000;
+    r->u.delay.ms = (long)ms;
+    uint64_t due = stats_now_ns() + (uint64_t)draw_us((long)ms, (long)jitter, rng_uniform()) * 1000;
     if (request_timer_arm(r, due, on_delay_due) != 0) {
         respond_unavailable(r, "too many pending /delay requests");
         return 0;

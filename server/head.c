@@ -52,3 +52,19 @@ int head_framing(const char *head, size_t len, const char **err)
     }
     return 0;
 }
+
+static int is_ows(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+size_t head_trim(const char **value, size_t len)
+{
+    const char *v = *value;
+    while (len > 0 && is_ows(v[0]))
+        v++, len--;
+    while (len > 0 && is_ows(v[len - 1]))
+        len--;
+    *value = v;
+    return len;
+}

@@ -29,4 +29,11 @@ size_t head_origin_form(const char *target, size_t len);
  * -1 with *err set to a static message for the 400 body. */
 NOTESD_MUSTCHECK int head_framing(const char *head, size_t len, const char **err);
 
+/* A field value as its parsers read it: without the spaces and tabs before
+ * and after it, which RFC 9110 section 5.5 says are not part of it (h2o 2.2.5
+ * keeps the ones after it, and HTTP/2 carries whatever the client sent).
+ * Moves *value past the leading ones and returns the length without the
+ * trailing ones. */
+size_t head_trim(const char **value, size_t len);
+
 #endif

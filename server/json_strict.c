@@ -2,9 +2,9 @@
  * json_strict.c - JSON.parse's syntax, checked in one pass (see json_strict.h):
  * a recursive-descent scan of RFC 8259's grammar that builds nothing.
  */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hex.h"
 #include "json_strict.h"
 
 typedef struct json_scan {
@@ -68,15 +68,6 @@ static int scan_number(json_scan_t *s)
     return 1;
 }
 
-static unsigned hex4(const char *p)
-{
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++)
-        v = v << 4 |
-            (unsigned)(isdigit((unsigned char)p[i]) ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
-    return v;
-}
-
 /* A \u escape of a UTF-16 surrogate without its partner. JSON.parse keeps it
  * in the string, and node-postgres's UTF-8 encoding stores it as U+FFFD; cJSON
  * refuses it, so the copy it parses says \ufffd instead. The copy is made at
@@ -125,11 +116,11 @@ static int scan_string(json_scan_t *s)
             high = NULL;
             continue;
         }
-        for (int i = 0; i < 4; i++)
-            if (++s->p >= s->end || !isxdigit((unsigned char)*s->p))
-                return 0;
+        uint64_t v;
+        if (s->end - s->p <= 4 || hex_read(s->p + 1, 4, HEX_ANY_CASE, &v) != 0)
+            return 0;
+        s->p += 4;
         const char *digits = s->p - 3;
-        unsigned v = hex4(digits);
         if (v == 0) /* cJSON would decode it to a NUL that cuts its C string short */
             return fail_with(s, JSON_STRICT_NUL);
         if (v >= 0xdc00 && v <= 0xdfff) {

@@ -162,10 +162,17 @@ static void on_accept(h2o_socket_t *listener, const char *err)
                 /* The listener stays readable, and epoll is level-triggered: retrying
                  * now would spin. The clients wait in the backlog meanwhile. */
                 STAT_ADD(set->stats.paused_fds, 1);
-                if (!l->starved) /* once per episode, not every 100 ms */
-                    log_warn("accept: %s; pausing 100 ms at a time until one is free (%zu "
-                             "connections open)",
-                             strerror(errno), __atomic_load_n(&budget->open, __ATOMIC_SEQ_CST));
+                /* Once per episode, not every 100 ms; the counts are the process's, whichever
+                 * listener ran out (the metrics port's own budget is nearly always empty). */
+                if (!l->starved)
+                    log_warn("accept on the %s port: %s; pausing 100 ms at a time until one is "
+                             "free (%zu API connections open, %zu on the metrics port)",
+                             l == &set->metrics ? "metrics"
+                             : l == &set->tls   ? "TLS"
+                                                : "API",
+                             strerror(errno),
+                             __atomic_load_n(&set->api_budget->open, __ATOMIC_SEQ_CST),
+                             __atomic_load_n(&set->metrics_budget.open, __ATOMIC_SEQ_CST));
                 l->starved = 1;
                 listener_set_state(l, LISTENER_BACKOFF);
                 timers_link(set->timers, &l->backoff, stats_now_ns() + LISTEN_BACKOFF_NS);

@@ -58,7 +58,7 @@ typedef int (*route_handler_t)(notesd_req_t *r);
     X(ROUTE_STATUS, "/status", PORT_API, MATCH_EXACT, NULL, {"GET", misc_status})                  \
     X(ROUTE_PRIMES, "/primes", PORT_API, MATCH_EXACT, NULL, {"GET", misc_primes})                  \
     X(ROUTE_STATIC, "/static", PORT_API, MATCH_PREFIX, misc_static_setup, {"GET", misc_static})    \
-    X(ROUTE_DELAY, "/delay/:ms", PORT_API, MATCH_PREFIX, NULL, {"GET", delay_get})                 \
+    X(ROUTE_DELAY, "/delay/:ms", PORT_API, MATCH_PARAM, NULL, {"GET", delay_get})                  \
     X(ROUTE_FAULT, "/fault/:status", PORT_API, MATCH_PARAM, NULL, {"GET", fixture_fault})          \
     X(ROUTE_BYTES, "/bytes/:n", PORT_API, MATCH_PARAM, NULL, {"GET", fixture_bytes})               \
     X(ROUTE_DRIP, "/drip", PORT_API, MATCH_EXACT, NULL, {"GET", fixture_drip})                     \

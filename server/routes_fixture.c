@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include "knob.h"
 #include "respond.h"
 #include "routes.h"
 #include "routes_fixture.h"
@@ -28,39 +29,6 @@ static void fill_pattern(void)
 {
     for (size_t i = 0; i < sizeof(pattern); i++)
         pattern[i] = (char)(i % FIXTURE_PATTERN_PERIOD);
-}
-
-/* Reads query parameter `name` as a whole number in lo..hi; 1 if given, 0 if
- * absent (*out untouched), -1 (after answering 400 naming it) if bad. */
-static int query_knob(notesd_req_t *r, const char *name, long lo, long hi, long *out)
-{
-    h2o_iovec_t query = request_query(r);
-    long v = 0;
-    int found = validate_query_number(query.base, query.len, name, hi, &v);
-    if (found < 0 || (found == 1 && v < lo)) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "%s must be a whole number from %ld to %ld", name, lo, hi);
-        respond_error(r, 400, msg);
-        return -1;
-    }
-    if (found == 1)
-        *out = v;
-    return found;
-}
-
-/* Reads the path's :param as a whole number in lo..hi, or answers 400 naming it. */
-static int path_knob(notesd_req_t *r, const char *name, long lo, long hi, long *out)
-{
-    long v;
-
-    if (validate_whole_number(r->param.base, r->param.len, hi, &v) != 0 || v < lo) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "%s must be a whole number from %ld to %ld", name, lo, hi);
-        respond_error(r, 400, msg);
-        return -1;
-    }
-    *out = v;
-    return 0;
 }
 
 /* ---- streamed bodies: /bytes/:n and /drip --------------------------------------------------- */
@@ -141,9 +109,9 @@ static void stream_start(notesd_req_t *r, uint64_t total, uint32_t chunks, uint3
 /* GET /bytes/:n */
 int fixture_bytes(notesd_req_t *r)
 {
-    long n;
-    if (path_knob(r, "n", 0, FIXTURE_MAX_BYTES, &n) == 0)
-        stream_start(r, (uint64_t)n, 0, 0);
+    uint64_t n;
+    if (knob_path(r, "n", 0, FIXTURE_MAX_BYTES, &n) == 0)
+        stream_start(r, n, 0, 0);
     return 0;
 }
 
@@ -151,15 +119,15 @@ int fixture_bytes(notesd_req_t *r)
  * (default 2000), the first chunk with the headers and the last at D. */
 int fixture_drip(notesd_req_t *r)
 {
-    long bytes = 10, duration_ms = 2000;
-    if (query_knob(r, "bytes", 1, FIXTURE_DRIP_MAX_BYTES, &bytes) < 0 ||
-        query_knob(r, "duration_ms", 0, FIXTURE_DRIP_MAX_MS, &duration_ms) < 0)
+    uint64_t bytes = 10, duration_ms = 2000;
+    if (knob_query(r, "bytes", 1, FIXTURE_DRIP_MAX_BYTES, &bytes) < 0 ||
+        knob_query(r, "duration_ms", 0, FIXTURE_DRIP_MAX_MS, &duration_ms) < 0)
         return 0;
     /* One chunk per FIXTURE_DRIP_TICK_MS at most, and never an empty one. */
-    long chunks = duration_ms / FIXTURE_DRIP_TICK_MS + 1;
+    uint64_t chunks = duration_ms / FIXTURE_DRIP_TICK_MS + 1;
     if (chunks > bytes)
         chunks = bytes;
-    stream_start(r, (uint64_t)bytes, (uint32_t)chunks, (uint32_t)duration_ms);
+    stream_start(r, bytes, (uint32_t)chunks, (uint32_t)duration_ms);
     return 0;
 }
 
@@ -175,14 +143,14 @@ enum fault_action {
  * keep their own exact fractions. Used only by the loop's own thread. */
 typedef struct fault_counter {
     int status;
-    long every;
+    uint64_t every;
     uint64_t seen; /* requests so far; the Nth, 2Nth, ... get the fault */
 } fault_counter_t;
 
 static __thread fault_counter_t fault_counters[FIXTURE_FAULT_MAX_SCHEDULES];
 static __thread size_t fault_ncounters;
 
-static fault_counter_t *fault_counter(int status, long every)
+static fault_counter_t *fault_counter(int status, uint64_t every)
 {
     for (size_t i = 0; i < fault_ncounters; i++)
         if (fault_counters[i].status == status && fault_counters[i].every == every)
@@ -262,14 +230,14 @@ static void on_fault_dispose(notesd_req_t *r)
 int fixture_fault(notesd_req_t *r)
 {
     struct request_fixture *f = &r->u.fixture;
-    long status, every = 1, delay_ms = 0;
+    uint64_t status, every = 1, delay_ms = 0;
     enum fault_action action = FAULT_ANSWER;
     const char *v;
     size_t vlen;
 
-    if (path_knob(r, "status", 200, 599, &status) < 0 ||
-        query_knob(r, "every", 1, FIXTURE_FAULT_MAX_EVERY, &every) < 0 ||
-        query_knob(r, "delay_ms", 0, REQUEST_WAIT_MAX_MS, &delay_ms) < 0)
+    if (knob_path(r, "status", 200, 599, &status) < 0 ||
+        knob_query(r, "every", 1, FIXTURE_FAULT_MAX_EVERY, &every) < 0 ||
+        knob_query(r, "delay_ms", 0, REQUEST_WAIT_MAX_MS, &delay_ms) < 0)
         return 0;
     h2o_iovec_t query = request_query(r);
     if (validate_query_param(query.base, query.len, "action", &v, &vlen) > 0) {
@@ -292,15 +260,14 @@ int fixture_fault(notesd_req_t *r)
             respond_unavailable(r, "too many distinct /fault every= schedules on this loop");
             return 0;
         }
-        hit = ++c->seen % (uint64_t)every == 0;
+        hit = ++c->seen % every == 0;
     }
     f->status = hit ? (int)status : 200;
     f->action = hit ? (uint8_t)action : FAULT_ANSWER;
     r->on_dispose = on_fault_dispose;
     if (delay_ms == 0) {
         fault_answer(r);
-    } else if (request_timer_arm(r, r->start_ns + (uint64_t)delay_ms * 1000000, on_fault_due) !=
-               0) {
+    } else if (request_timer_arm(r, r->start_ns + delay_ms * 1000000, on_fault_due) != 0) {
         f->action = FAULT_ANSWER;
         respond_unavailable(r, "too many pending delayed requests");
     }
@@ -346,18 +313,18 @@ static void on_stall_due(timer_entry_t *entry)
  * loop's schedule; for_ms=0 cancels it (ms and every_ms may then be left out). */
 int fixture_stall(notesd_req_t *r)
 {
-    long ms = 0, every_ms = 0, for_ms = -1;
-    int found_for = query_knob(r, "for_ms", 0, FIXTURE_STALL_MAX_FOR_MS, &for_ms);
+    uint64_t ms = 0, every_ms = 0, for_ms = 0;
+    int found_for = knob_query(r, "for_ms", 0, FIXTURE_STALL_MAX_FOR_MS, &for_ms);
     if (found_for < 0)
         return 0;
     if (found_for == 0) {
         respond_error(r, 400, "for_ms is required (0 to 60000; 0 cancels)");
         return 0;
     }
-    int found_ms = query_knob(r, "ms", 1, FIXTURE_STALL_MAX_MS, &ms);
+    int found_ms = knob_query(r, "ms", 1, FIXTURE_STALL_MAX_MS, &ms);
     if (found_ms < 0)
         return 0;
-    int found_every = query_knob(r, "every_ms", 2, FIXTURE_STALL_MAX_EVERY_MS, &every_ms);
+    int found_every = knob_query(r, "every_ms", 2, FIXTURE_STALL_MAX_EVERY_MS, &every_ms);
     if (found_every < 0)
         return 0;
     if (for_ms > 0 && (found_ms == 0 || found_every == 0)) {
@@ -377,16 +344,17 @@ int fixture_stall(notesd_req_t *r)
     stall.next = 0;
     if (for_ms > 0 && every_ms <= for_ms) {
         stall.start_ns = r->start_ns;
-        stall.every_ns = (uint64_t)every_ms * 1000000;
-        stall.stall_ns = (uint64_t)ms * 1000000;
-        stall.for_ns = (uint64_t)for_ms * 1000000;
+        stall.every_ns = every_ms * 1000000;
+        stall.stall_ns = ms * 1000000;
+        stall.for_ns = for_ms * 1000000;
         stall.next = 1;
         stall.entry.cb = on_stall_due;
         timers_link(stall.timers, &stall.entry, stall.start_ns + stall.every_ns);
     }
     char *body = h2o_mem_alloc_pool(&r->req->pool, 80);
-    int len = snprintf(body, 80, "{\"stall_ms\":%ld,\"every_ms\":%ld,\"for_ms\":%ld}", ms, every_ms,
-                       for_ms);
+    int len =
+        snprintf(body, 80, "{\"stall_ms\":%llu,\"every_ms\":%llu,\"for_ms\":%llu}",
+                 (unsigned long long)ms, (unsigned long long)every_ms, (unsigned long long)for_ms);
     respond(r, 200, CT_JSON, body, (size_t)len);
     return 0;
 }

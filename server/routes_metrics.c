@@ -20,6 +20,7 @@
 #include <h2o/version.h>
 #include "exposition.h"
 #include "journal.h"
+#include "knob.h"
 #include "openmetrics.h"
 #include "respond.h"
 #include "routes.h"
@@ -194,38 +195,26 @@ int metrics_journal(notesd_req_t *r)
 {
     h2o_req_t *req = r->req;
     const request_settings_t *s = r->settings;
-    h2o_iovec_t query = request_query(r);
-    long loop = 0, since = 0, limit = 1000;
+    uint64_t loop = 0, since = 0, limit = 1000;
 
     if (s->loops[0]->journal == NULL) {
         respond_error(r, 404, "the journal is off: start notesd with JOURNAL=N");
         return 0;
     }
-    if (validate_query_number(query.base, query.len, "loop", s->nloops - 1, &loop) < 0 ||
-        loop >= s->nloops) {
-        char msg[64];
-        snprintf(msg, sizeof(msg), "loop must be a whole number from 0 to %d", s->nloops - 1);
-        respond_error(r, 400, msg);
+    if (knob_query(r, "loop", 0, (uint64_t)s->nloops - 1, &loop) < 0 ||
+        knob_query(r, "since", 0, UINT64_MAX, &since) < 0 ||
+        knob_query(r, "limit", 1, JOURNAL_PAGE_MAX, &limit) < 0)
         return 0;
-    }
-    if (validate_query_number(query.base, query.len, "since", LONG_MAX, &since) < 0) {
-        respond_error(r, 400, "since must be a whole number");
-        return 0;
-    }
-    if (validate_query_number(query.base, query.len, "limit", JOURNAL_PAGE_MAX, &limit) < 0 ||
-        limit < 1) {
-        respond_error(r, 400, "limit must be a whole number from 1 to 5000");
-        return 0;
-    }
     journal_record_t *records = h2o_mem_alloc_pool(&req->pool, (size_t)limit * sizeof(*records));
     journal_page_t page;
-    journal_read(s->loops[loop]->journal, (uint64_t)since, records, (size_t)limit, &page);
+    journal_read(s->loops[loop]->journal, since, records, (size_t)limit, &page);
 
     char *body = h2o_mem_alloc_pool(&req->pool, 128 + page.n * JOURNAL_LINE_MAX), *p = body;
     if (page.lost_from != 0)
-        p += sprintf(p, "{\"lost\":%llu,\"from\":%llu,\"to\":%llu,\"loop\":%ld}\n",
+        p += sprintf(p, "{\"lost\":%llu,\"from\":%llu,\"to\":%llu,\"loop\":%llu}\n",
                      (unsigned long long)(page.lost_to - page.lost_from + 1),
-                     (unsigned long long)page.lost_from, (unsigned long long)page.lost_to, loop);
+                     (unsigned long long)page.lost_from, (unsigned long long)page.lost_to,
+                     (unsigned long long)loop);
     for (size_t i = 0; i < page.n; i++) {
         const journal_record_t *rec = &records[i];
         p += journal_format(

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "knob.h"
 #include "render.h"
 #include "respond.h"
 #include "rng.h"
@@ -61,19 +62,12 @@ static long count_primes(long n)
 int misc_primes(notesd_req_t *r)
 {
     h2o_req_t *req = r->req;
-    h2o_iovec_t query = request_query(r);
-    long below = 100000;
-    int found =
-        validate_query_number(query.base, query.len, "below", r->settings->primes_max, &below);
-    if (found < 0) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "below must be a whole number from 0 to %d",
-                 r->settings->primes_max);
-        respond_error(r, 400, msg);
+    uint64_t below = 100000;
+    if (knob_query(r, "below", 0, (uint64_t)r->settings->primes_max, &below) < 0)
         return 0;
-    }
     char *body = h2o_mem_alloc_pool(&req->pool, 64);
-    int len = snprintf(body, 64, "{\"below\":%ld,\"count\":%ld}", below, count_primes(below));
+    int len = snprintf(body, 64, "{\"below\":%llu,\"count\":%ld}", (unsigned long long)below,
+                       count_primes((long)below));
     respond(r, 200, CT_JSON, body, (size_t)len);
     return 0;
 }

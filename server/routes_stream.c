@@ -7,10 +7,18 @@
  * and /drip; /sse waits for each event on a request timer. The bytes of an
  * event are sse.h's, so a client's event count, ids and timing can be
  * checked exactly.
+ *
+ * A client that leaves is noticed when it leaves, not at the next event: while
+ * an HTTP/1 /sse waits, its socket is watched (h2o does not read an HTTP/1
+ * connection while it answers it), and a stream that ends before its last
+ * event or line, whatever the protocol, is counted as its client gone.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "head.h"
+#include "knob.h"
 #include "respond.h"
 #include "rng.h"
 #include "routes.h"
@@ -31,8 +39,95 @@ struct stream {
     uint64_t start_ns;   /* /sse: when the first event was due (the handler's start) */
     uint64_t due_ns;     /* /sse: when the next event is due */
     uint64_t delay_ns, jitter_ns;
-    char buf[]; /* what h2o is writing: one event, or a chunk of lines */
+    h2o_socket_t *watched; /* /sse over HTTP/1: its socket, while watched between events */
+    uint8_t ended;         /* its last piece (or its HEAD, or an end of ours) went to h2o */
+    char buf[];            /* what h2o is writing: one event, or a chunk of lines */
 };
+
+/* ---- clients that leave ----------------------------------------------------------------- */
+
+/* This loop's watched streams, by their socket's descriptor (an HTTP/1
+ * connection answers one request at a time, so one stream per descriptor):
+ * the socket's read callback is handed the socket alone, whose data is h2o's
+ * connection. Grows to the highest descriptor watched (8 bytes a descriptor)
+ * and is kept for the thread's life; used by the loop's own thread only. */
+static __thread struct stream **watched_by_fd;
+static __thread size_t watched_cap;
+
+static void on_client_readable(h2o_socket_t *sock, const char *err);
+
+/* While /sse waits for its next event over HTTP/1, nothing reads its socket
+ * (h2o reads an HTTP/1 connection only between requests), so a client that
+ * leaves would be noticed only by the next event's write, up to delay_ms
+ * later. Reading it meanwhile notices at once: the client's FIN or reset is
+ * an error of the read. HTTP/2 reads all the time and needs none of this. */
+static void watch_start(struct stream *s)
+{
+    h2o_req_t *req = s->r->req;
+    h2o_conn_t *conn = req->conn;
+    if (req->version >= 0x200 || s->watched != NULL || conn->callbacks->get_socket == NULL)
+        return;
+    h2o_socket_t *sock = conn->callbacks->get_socket(conn);
+    int fd = sock != NULL ? h2o_socket_get_fd(sock) : -1;
+    if (fd < 0 || h2o_socket_is_reading(sock))
+        return;
+    if ((size_t)fd >= watched_cap) {
+        size_t cap = watched_cap != 0 ? watched_cap : 64;
+        while (cap <= (size_t)fd)
+            cap *= 2;
+        struct stream **grown = realloc(watched_by_fd, cap * sizeof(*grown));
+        if (grown == NULL)
+            abort(); /* out of memory: see the policy in main.c */
+        memset(grown + watched_cap, 0, (cap - watched_cap) * sizeof(*grown));
+        watched_by_fd = grown;
+        watched_cap = cap;
+    }
+    watched_by_fd[fd] = s;
+    s->watched = sock;
+    h2o_socket_read_start(sock, on_client_readable);
+}
+
+/* Stops watching: before anything is handed to h2o, which reads the socket
+ * again itself once the response is out, and when the request goes. */
+static void watch_stop(struct stream *s)
+{
+    if (s->watched == NULL)
+        return;
+    h2o_socket_read_stop(s->watched);
+    watched_by_fd[h2o_socket_get_fd(s->watched)] = NULL;
+    s->watched = NULL;
+}
+
+/* The watched socket is readable: the client closed it or reset it (an
+ * error of the read), or sent more (the next request, which h2o reads after
+ * this response; watching stops, and the write of the next event tells).
+ * request_client_gone reads the TCP state and counts how it went; a client
+ * that left ends its stream now, its timer taken back. */
+static void on_client_readable(h2o_socket_t *sock, const char *err)
+{
+    struct stream *s = watched_by_fd[h2o_socket_get_fd(sock)];
+    notesd_req_t *r = s->r;
+    watch_stop(s);
+    if (request_client_gone(r)) {
+        request_timer_cancel(r);
+        s->ended = 1;
+        h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+    }
+}
+
+/* A stream's clean-up: its timer and its watch go; and a stream that ended
+ * before its last event or line lost its client (an HTTP/2 stream reset or
+ * its connection closed, a write that failed), which is counted as gone:
+ * aborted, unless the TCP state said how already. Its status stays the 200
+ * its headers carried. */
+static void on_stream_dispose(notesd_req_t *r)
+{
+    struct stream *s = r->u.stream.state;
+    request_timer_cancel(r);
+    watch_stop(s);
+    if (!s->ended && r->gone == REQUEST_PRESENT && !r->half_closed)
+        r->gone = REQUEST_GONE_ABORTED;
+}
 
 static struct stream *stream_new(notesd_req_t *r, size_t cap,
                                  void (*proceed)(h2o_generator_t *, h2o_req_t *))
@@ -42,24 +137,8 @@ static struct stream *stream_new(notesd_req_t *r, size_t cap,
     s->r = r;
     s->generator.proceed = proceed;
     r->u.stream.state = s;
+    r->on_dispose = on_stream_dispose;
     return s;
-}
-
-/* Reads query parameter `name` as a whole number in lo..hi; 0, or -1 after answering 400. */
-static int knob(notesd_req_t *r, const char *name, long lo, long hi, long *out)
-{
-    h2o_iovec_t query = request_query(r);
-    long v = 0;
-    int found = validate_query_number(query.base, query.len, name, hi, &v);
-    if (found < 0 || (found == 1 && v < lo)) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "%s must be a whole number from %ld to %ld", name, lo, hi);
-        respond_error(r, 400, msg);
-        return -1;
-    }
-    if (found == 1)
-        *out = v;
-    return 0;
 }
 
 /* Starts a chunked 200 (no Content-Length). Returns 1 when the body is to
@@ -70,6 +149,7 @@ static int stream_begin(notesd_req_t *r, struct stream *s, const char *content_t
     respond_start(r, 200, content_type, SIZE_MAX);
     h2o_start_response(req, &s->generator);
     if (req_is_head(req)) {
+        s->ended = 1;
         h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
         return 0;
     }
@@ -91,9 +171,14 @@ static int64_t wall_us(void)
 static void sse_pump(notesd_req_t *r)
 {
     struct stream *s = r->u.stream.state;
+    watch_stop(s);
     if (s->due_ns > stats_now_ns()) {
-        if (request_timer_arm(r, s->due_ns, sse_pump) != 0)
-            h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR); /* no timer left: end it short */
+        if (request_timer_arm(r, s->due_ns, sse_pump) != 0) {
+            s->ended = 1; /* no timer left: end it short, not the client's doing */
+            h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+            return;
+        }
+        watch_start(s);
         return;
     }
     h2o_iovec_t buf = h2o_iovec_init(s->buf, sse_event(s->buf, s->next, s->count, wall_us()));
@@ -102,8 +187,8 @@ static void sse_pump(notesd_req_t *r)
     if (s->next <= s->last)
         s->due_ns = sse_due_ns(s->start_ns, s->due_ns, s->next - s->first, s->delay_ns,
                                s->jitter_ns, rng_uniform());
-    h2o_send(r->req, &buf, 1,
-             s->next > s->last ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+    s->ended = s->next > s->last;
+    h2o_send(r->req, &buf, 1, s->ended ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
 }
 
 static void on_sse_proceed(h2o_generator_t *generator, h2o_req_t *req)
@@ -118,34 +203,39 @@ static void on_sse_proceed(h2o_generator_t *generator, h2o_req_t *req)
  * N + 1..C, the first at once; 204 when nothing is left. */
 int stream_sse(notesd_req_t *r)
 {
-    long count = 10, delay_ms = 100, jitter = 0;
-    uint64_t last_id = 0;
-    if (knob(r, "count", 1, SSE_MAX_COUNT, &count) != 0 ||
-        knob(r, "delay_ms", 0, REQUEST_WAIT_MAX_MS, &delay_ms) != 0 ||
-        knob(r, "jitter", 0, REQUEST_WAIT_MAX_MS, &jitter) != 0)
+    uint64_t count = 10, delay_ms = 100, jitter = 0, last_id = 0;
+    if (knob_query(r, "count", 1, SSE_MAX_COUNT, &count) < 0 ||
+        knob_query(r, "delay_ms", 0, REQUEST_WAIT_MAX_MS, &delay_ms) < 0 ||
+        knob_query(r, "jitter", 0, REQUEST_WAIT_MAX_MS, &jitter) < 0)
         return 0;
     h2o_req_t *req = r->req;
     ssize_t h = h2o_find_header_by_str(&req->headers, H2O_STRLIT("last-event-id"), -1);
     if (h >= 0) {
+        /* a whole number, however long: one at or past the count has nothing left */
         h2o_iovec_t v = req->headers.entries[h].value;
-        if (sse_last_event_id(v.base, v.len, &last_id) != 0) {
+        v.len = head_trim((const char **)&v.base, v.len);
+        switch (validate_whole_number(v.base, v.len, count, &last_id)) {
+        case VALIDATE_NUMBER:
+            break;
+        case VALIDATE_ABOVE_MAX:
+            last_id = count;
+            break;
+        default:
             respond_error(r, 400, "Last-Event-ID must be a whole number");
             return 0;
         }
     }
-    if (last_id >= (uint64_t)count) {
+    if (last_id >= count) {
         /* nothing left: 204 tells an EventSource to stop reconnecting */
         respond(r, 204, CT_TEXT, "", 0);
         return 0;
     }
     struct stream *s = stream_new(r, SSE_EVENT_MAX, on_sse_proceed);
-    s->count = s->last = (uint64_t)count;
+    s->count = s->last = count;
     s->first = s->next = last_id + 1;
     s->start_ns = s->due_ns = r->start_ns;
-    s->delay_ns = (uint64_t)delay_ms * 1000000;
-    s->jitter_ns = (uint64_t)jitter * 1000000;
-    /* a pending event's timer refers to the request until it fires */
-    r->on_dispose = request_timer_cancel;
+    s->delay_ns = delay_ms * 1000000;
+    s->jitter_ns = jitter * 1000000;
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL,
                    H2O_STRLIT("no-cache"));
     if (stream_begin(r, s, "text/event-stream; charset=utf-8"))
@@ -167,22 +257,21 @@ static void on_lines_proceed(h2o_generator_t *generator, h2o_req_t *req)
         s->next++;
     }
     h2o_iovec_t buf = h2o_iovec_init(s->buf, len);
+    s->ended = s->next > s->last;
     h2o_send(req, &buf, len > 0 ? 1 : 0,
-             s->next > s->last ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+             s->ended ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
 }
 
 /* GET /stream/:n: n (0..1000000) lines {"id":K,"of":n}, K from 1, as fast as
  * the client reads them. */
 int stream_lines(notesd_req_t *r)
 {
-    long n;
-    if (validate_whole_number(r->param.base, r->param.len, STREAM_MAX_LINES, &n) != 0) {
-        respond_error(r, 400, "n must be a whole number from 0 to 1000000");
+    uint64_t n;
+    if (knob_path(r, "n", 0, STREAM_MAX_LINES, &n) != 0)
         return 0;
-    }
     struct stream *s = stream_new(r, STREAM_CHUNK, on_lines_proceed);
     s->next = 1;
-    s->last = s->count = (uint64_t)n;
+    s->last = s->count = n;
     if (stream_begin(r, s, "application/x-ndjson; charset=utf-8"))
         on_lines_proceed(&s->generator, r->req);
     return 0;

@@ -7,33 +7,13 @@
  * truth (feed.h has the feed's). The handshake, limits, closes and counters
  * are ws.c's; this file decides only what a connection does with them.
  */
-#include <limits.h>
 #include <stdio.h>
 #include <time.h>
 #include "feed.h"
+#include "knob.h"
 #include "respond.h"
 #include "routes.h"
-#include "validate.h"
 #include "ws.h"
-
-/* Reads query parameter `name` as a whole number in lo..hi into *out (left
- * as it is when absent); 0, or -1 after answering 400 naming it. */
-static int knob(notesd_req_t *r, const char *name, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    h2o_iovec_t query = request_query(r);
-    long v = 0;
-    int found = validate_query_number(query.base, query.len, name, (long)hi, &v);
-    if (found < 0 || (found == 1 && (uint64_t)v < lo)) {
-        char msg[112];
-        snprintf(msg, sizeof(msg), "%s must be a whole number from %llu to %llu", name,
-                 (unsigned long long)lo, (unsigned long long)hi);
-        respond_error(r, 400, msg);
-        return -1;
-    }
-    if (found == 1)
-        *out = (uint64_t)v;
-    return 0;
-}
 
 /* The connection's limits: the WS_* settings, which a request may lower
  * (never raise) with ?max_message_bytes=, max_fragment_bytes=, max_messages=
@@ -42,12 +22,15 @@ static int read_limits(notesd_req_t *r, request_ws_limits_t *limits)
 {
     const request_ws_limits_t *max = &r->settings->ws;
     *limits = *max;
-    return knob(r, "max_message_bytes", 1, max->max_message_bytes, &limits->max_message_bytes) ||
-                   knob(r, "max_fragment_bytes", 1, max->max_fragment_bytes,
-                        &limits->max_fragment_bytes) ||
-                   knob(r, "max_messages", 1, max->max_messages != 0 ? max->max_messages : LONG_MAX,
-                        &limits->max_messages) ||
-                   knob(r, "idle_timeout_ms", 1, max->idle_timeout_ms, &limits->idle_timeout_ms)
+    return knob_query(r, "max_message_bytes", 1, max->max_message_bytes,
+                      &limits->max_message_bytes) < 0 ||
+                   knob_query(r, "max_fragment_bytes", 1, max->max_fragment_bytes,
+                              &limits->max_fragment_bytes) < 0 ||
+                   knob_query(r, "max_messages", 1,
+                              max->max_messages != 0 ? max->max_messages : INT64_MAX,
+                              &limits->max_messages) < 0 ||
+                   knob_query(r, "idle_timeout_ms", 1, max->idle_timeout_ms,
+                              &limits->idle_timeout_ms) < 0
                ? -1
                : 0;
 }
@@ -123,9 +106,10 @@ int ws_feed_get(notesd_req_t *r)
 {
     uint64_t rate = 10, count = 10, size = FEED_MIN_BYTES;
     request_ws_limits_t limits;
-    if (knob(r, "rate", 1, FEED_MAX_RATE, &rate) != 0 ||
-        knob(r, "count", 1, FEED_MAX_COUNT, &count) != 0 ||
-        knob(r, "size", FEED_MIN_BYTES, FEED_MAX_BYTES, &size) != 0 || read_limits(r, &limits) != 0)
+    if (knob_query(r, "rate", 1, FEED_MAX_RATE, &rate) < 0 ||
+        knob_query(r, "count", 1, FEED_MAX_COUNT, &count) < 0 ||
+        knob_query(r, "size", FEED_MIN_BYTES, FEED_MAX_BYTES, &size) < 0 ||
+        read_limits(r, &limits) != 0)
         return 0;
     /* copied into the connection, which outlives the request */
     feed_t feed = {.next = 1, .count = count, .rate = (uint32_t)rate, .size = (uint32_t)size};

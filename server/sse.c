@@ -1,5 +1,5 @@
 /*
- * sse.c - Server-Sent Events: an event's bytes, Last-Event-ID, the schedule (see sse.h).
+ * sse.c - Server-Sent Events: an event's bytes and the schedule (see sse.h).
  */
 #include <stdio.h>
 #include "sse.h"
@@ -26,20 +26,6 @@ size_t sse_event_len(uint64_t id, uint64_t count, int64_t sent_us)
     size_t t = sent_us < 0 ? 1 + digits(0 - (uint64_t)sent_us) : digits((uint64_t)sent_us);
     /* "id: " K "\n" "data: {\"id\":" K ",\"of\":" C ",\"sent_us\":" T "}\n\n" */
     return 4 + digits(id) + 1 + 12 + digits(id) + 6 + digits(count) + 11 + t + 3;
-}
-
-int sse_last_event_id(const char *value, size_t len, uint64_t *id)
-{
-    uint64_t v = 0;
-    if (len == 0 || len > 19)
-        return -1;
-    for (size_t i = 0; i < len; i++) {
-        if (value[i] < '0' || value[i] > '9')
-            return -1;
-        v = v * 10 + (uint64_t)(value[i] - '0');
-    }
-    *id = v;
-    return 0;
 }
 
 uint64_t sse_due_ns(uint64_t start_ns, uint64_t prev_ns, uint64_t k, uint64_t delay_ns,

@@ -1,6 +1,7 @@
 /*
  * sse.h - Server-Sent Events as GET /sse sends them: the bytes of an event,
- * the Last-Event-ID a reconnecting client sends, and when each event is due.
+ * and when each event is due. (The Last-Event-ID a reconnecting client sends
+ * is a whole number, read by validate.h's parser of numbers.)
  *
  * Owns the event format (the WHATWG HTML standard's "text/event-stream"):
  *
@@ -19,7 +20,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "compiler.h"
 
 #define SSE_MAX_COUNT 100000 /* events in one stream (?count=) */
 #define SSE_EVENT_MAX 128    /* longest event, in bytes */
@@ -30,10 +30,6 @@ size_t sse_event(char *out, uint64_t id, uint64_t count, int64_t sent_us);
 
 /* The length sse_event gives for these values. */
 size_t sse_event_len(uint64_t id, uint64_t count, int64_t sent_us);
-
-/* Reads a Last-Event-ID header: a whole number (ASCII digits, at most 19).
- * Returns 0 and sets *id, or -1. */
-NOTESD_MUSTCHECK int sse_last_event_id(const char *value, size_t len, uint64_t *id);
 
 /* When the event after one due at `prev_ns` is due, the `k`th (1-based) after
  * the stream's first event at `start_ns`: its nominal instant start + k *

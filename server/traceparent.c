@@ -1,46 +1,27 @@
 /*
  * traceparent.c - the W3C traceparent header's grammar (see traceparent.h).
  */
+#include "head.h"
+#include "hex.h"
 #include "traceparent.h"
-
-/* The value of one lower-case hex digit, or -1: upper case is not allowed. */
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
-/* Reads `n` (at most 16) hex digits into *out; -1 on any other character. */
-static int read_hex(const char *s, size_t n, uint64_t *out)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        int d = hex_value(s[i]);
-        if (d < 0)
-            return -1;
-        v = v << 4 | (uint64_t)d;
-    }
-    *out = v;
-    return 0;
-}
 
 int traceparent_parse(const char *value, size_t len, traceparent_t *out)
 {
     uint64_t version, hi, lo, parent, flags;
 
+    len = head_trim(&value, len); /* "00-…-01 " is the same header */
     /* version "-" trace-id "-" parent-id "-" flags, at fixed offsets */
     if (len < TRACEPARENT_LEN || value[2] != '-' || value[35] != '-' || value[52] != '-')
         return -1;
-    if (read_hex(value, 2, &version) != 0 || version == 0xff)
+    if (hex_read(value, 2, HEX_LOWER_CASE, &version) != 0 || version == 0xff)
         return -1;
     /* Version 00 is exactly this long; a later one may go on, after a "-". */
     if (len > TRACEPARENT_LEN && (version == 0 || value[TRACEPARENT_LEN] != '-'))
         return -1;
-    if (read_hex(value + 3, 16, &hi) != 0 || read_hex(value + 19, 16, &lo) != 0 ||
-        read_hex(value + 36, 16, &parent) != 0 || read_hex(value + 53, 2, &flags) != 0)
+    if (hex_read(value + 3, 16, HEX_LOWER_CASE, &hi) != 0 ||
+        hex_read(value + 19, 16, HEX_LOWER_CASE, &lo) != 0 ||
+        hex_read(value + 36, 16, HEX_LOWER_CASE, &parent) != 0 ||
+        hex_read(value + 53, 2, HEX_LOWER_CASE, &flags) != 0)
         return -1;
     if ((hi == 0 && lo == 0) || parent == 0)
         return -1;

@@ -27,7 +27,8 @@ typedef struct traceparent {
     uint8_t version, flags;      /* flags bit 0: sampled */
 } traceparent_t;
 
-/* Parses a header value. Returns 0 and fills *out, or -1 when the value is
+/* Parses a header value, without the spaces and tabs around it (RFC 9110
+ * section 5.5: they are not part of it). Returns 0 and fills *out, or -1 when the value is
  * not one (W3C Trace Context, section 3.2): not lower-case hex, a field of
  * the wrong length, version ff, an all-zero trace id or parent id, or a
  * version-00 value with anything after the flags. A later version may carry

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cJSON.h>
+#include "hex.h"
 #include "json_strict.h"
 #include "validate.h"
 
@@ -44,15 +45,22 @@ int validate_note_id(const char *s, size_t len, char canon[21], const char **err
     return 0;
 }
 
-static int hex_value(char c)
+/* The next byte of `s` as a percent-decoder reads it, from s[*i]: a valid
+ * %XX escape is the byte it names, '+' is a space in a query string
+ * (plus_is_space), anything else is itself, an invalid escape included.
+ * Moves *i past what it read. The one decoder of paths and query strings. */
+static char next_decoded(const char *s, size_t len, size_t *i, int plus_is_space)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    int hi, lo;
+    char c = s[(*i)++];
+    if (c == '+' && plus_is_space)
+        return ' ';
+    if (c == '%' && *i + 1 < len && (hi = hex_digit(s[*i], HEX_ANY_CASE)) >= 0 &&
+        (lo = hex_digit(s[*i + 1], HEX_ANY_CASE)) >= 0) {
+        *i += 2;
+        return (char)(hi << 4 | lo);
+    }
+    return c;
 }
 
 /* Decodes %XX escapes (and '+' as a space, in a query string) into out;
@@ -60,18 +68,8 @@ static int hex_value(char c)
 static size_t percent_decode(const char *s, size_t len, char *out, int plus_is_space)
 {
     size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        int hi, lo;
-        if (s[i] == '+' && plus_is_space) {
-            out[o++] = ' ';
-        } else if (s[i] == '%' && i + 2 < len && (hi = hex_value(s[i + 1])) >= 0 &&
-                   (lo = hex_value(s[i + 2])) >= 0) {
-            out[o++] = (char)(hi << 4 | lo);
-            i += 2;
-        } else {
-            out[o++] = s[i];
-        }
-    }
+    for (size_t i = 0; i < len;)
+        out[o++] = next_decoded(s, len, &i, plus_is_space);
     return o;
 }
 
@@ -154,29 +152,48 @@ int validate_query_param(const char *query, size_t len, const char *name, const 
     return found;
 }
 
-int validate_whole_number(const char *s, size_t len, long max, long *out)
+/* The one parser of numbers, over `s` as it is (`encoded` 0) or as a query
+ * string's value decodes (1). Digits past `max` are read to the end all the
+ * same, so that a long number is told from something that is not one. */
+static int read_number(const char *s, size_t len, int encoded, uint64_t max, uint64_t *out)
 {
-    long n = 0;
+    uint64_t n = 0;
+    int above = 0;
 
     if (len == 0)
-        return -1;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9' || n > (max - (s[i] - '0')) / 10)
-            return -1;
-        n = n * 10 + (s[i] - '0');
+        return VALIDATE_NOT_A_NUMBER;
+    for (size_t i = 0; i < len;) {
+        char c = encoded ? next_decoded(s, len, &i, 1) : s[i++];
+        if (c < '0' || c > '9')
+            return VALIDATE_NOT_A_NUMBER;
+        uint64_t d = (uint64_t)(c - '0');
+        /* n * 10 + d <= max, checked without overflowing; d > max comes
+         * first, since with a max below 9 (max - d) would wrap */
+        if (above || d > max || n > (max - d) / 10)
+            above = 1;
+        else
+            n = n * 10 + d;
     }
+    if (above)
+        return VALIDATE_ABOVE_MAX;
     *out = n;
-    return 0;
+    return VALIDATE_NUMBER;
 }
 
-int validate_query_number(const char *query, size_t len, const char *name, long max, long *out)
+int validate_whole_number(const char *s, size_t len, uint64_t max, uint64_t *out)
+{
+    return read_number(s, len, 0, max, out);
+}
+
+int validate_query_number(const char *query, size_t len, const char *name, uint64_t max,
+                          uint64_t *out)
 {
     const char *v;
     size_t vlen;
 
     if (validate_query_param(query, len, name, &v, &vlen) == 0 || v == NULL)
         return 0;
-    return validate_whole_number(v, vlen, max, out) == 0 ? 1 : -1;
+    return read_number(v, vlen, 1, max, out) == VALIDATE_NUMBER ? 1 : -1;
 }
 
 int validate_tag_query(const char *query, size_t len, char *out, size_t *out_len, const char **err)

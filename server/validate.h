@@ -19,11 +19,19 @@
  * decimal text, NUL-terminated (at most 20 bytes + NUL). */
 NOTESD_MUSTCHECK int validate_note_id(const char *s, size_t len, char canon[21], const char **err);
 
+/* What the parser of numbers found. */
+enum validate_number {
+    VALIDATE_NUMBER = 0,        /* a whole number in 0..max, in *out */
+    VALIDATE_NOT_A_NUMBER = -1, /* empty, or a byte that is not an ASCII digit */
+    VALIDATE_ABOVE_MAX = -2,    /* ASCII digits whose value is past max, however many */
+};
+
 /* Reads `s` as a whole number in 0..max: ASCII digits only (no sign, space
- * or point), not empty; leading zeros are allowed. Returns 0 and sets *out,
- * or -1 (for anything else, and before it could overflow). The one parser of
- * numbers in paths and query strings. */
-NOTESD_MUSTCHECK int validate_whole_number(const char *s, size_t len, long max, long *out);
+ * or point), not empty; leading zeros are allowed. Returns VALIDATE_NUMBER
+ * and sets *out, or one of the two refusals (without overflowing, whatever
+ * the length). The one parser of numbers: the paths' (percent-decoded by the
+ * dispatcher), the query strings' (validate_query_number) and the headers'. */
+NOTESD_MUSTCHECK int validate_whole_number(const char *s, size_t len, uint64_t max, uint64_t *out);
 
 /* The one query-string parser. Finds parameter `name` in a raw query string
  * (the part after '?'), comparing keys after decoding them as Node's
@@ -33,11 +41,13 @@ NOTESD_MUSTCHECK int validate_whole_number(const char *s, size_t len, long max, 
 int validate_query_param(const char *query, size_t len, const char *name, const char **value,
                          size_t *value_len);
 
-/* Reads parameter `name` as a whole number in 0..max (ASCII digits only, not
- * empty). Returns 1 and sets *out when it is there, 0 when it is absent (or has
- * no '='), -1 when it is anything else. */
+/* Reads parameter `name` as a whole number in 0..max: its value decoded as
+ * every query-string value is ('+' a space, valid %XX escapes the bytes they
+ * name: "%31%30" is 10), then read by validate_whole_number. Returns 1 and
+ * sets *out when it is there, 0 when it is absent (or has no '='), -1 when it
+ * is anything else. */
 NOTESD_MUSTCHECK int validate_query_number(const char *query, size_t len, const char *name,
-                                           long max, long *out);
+                                           uint64_t max, uint64_t *out);
 
 /* Finds the `tag` parameter in a raw query string (the part after '?') and
  * decodes it as Node's querystring does: '+' is a space, valid %XX escapes

@@ -8,8 +8,11 @@
  * go, and the connection is freed (`release`) only at the end of an entry
  * point, never inside wslay or a route's callback, which may still be on the
  * stack. wslay runs without buffering data messages (it would allocate a
- * frame's declared length before anything checks it); ws.c checks each
- * frame's length against the limits first and gathers the message itself.
+ * frame's declared length before anything checks it), and is handed the
+ * client's bytes one frame at a time (on_wslay_recv): each frame's header is
+ * read and judged first (ws_frame_check), so a frame RFC 6455 forbids or one
+ * past the limits is refused from its header alone, and a full queue stops
+ * the reading at the next frame. ws.c gathers the messages itself.
  */
 #include <assert.h>
 #include <limits.h>
@@ -21,6 +24,7 @@
 #include <h2o/http1.h>
 #include <openssl/sha.h>
 #include <wslay/wslay.h>
+#include "head.h"
 #include "log.h"
 #include "respond.h"
 #include "ws.h"
@@ -35,13 +39,22 @@
 const char *const ws_kind_labels[WS_KIND__COUNT] = {"/ws/echo", "/ws/feed"};
 const char *const ws_close_labels[WS_CLOSE__COUNT] = {"client",   "done",           "idle_timeout",
                                                       "shutdown", "protocol_error", "message_limit",
-                                                      "too_big",  "abnormal"};
+                                                      "too_big",  "not_reading",    "abnormal"};
 
-/* The code and reason phrase notesd sends for a close it decides; 0: none of its own. */
-static const uint16_t close_codes[WS_CLOSE__COUNT] = {0, 1000, 1001, 1001, 0, 1008, 1009, 0};
-static const char *const close_phrases[WS_CLOSE__COUNT] = {
-    "", "done", "idle timeout", "server shutting down", "", "too many messages", "message too big",
-    ""};
+/* The code and reason phrase notesd sends for a close it decides; code 0: none
+ * of its own (the client's close is answered with its code, by wslay). */
+static const struct {
+    uint16_t code;
+    const char *phrase;
+} closes[WS_CLOSE__COUNT] = {
+    [WS_CLOSE_DONE] = {1000, "done"},
+    [WS_CLOSE_IDLE] = {1001, "idle timeout"},
+    [WS_CLOSE_SHUTDOWN] = {1001, "server shutting down"},
+    [WS_CLOSE_PROTOCOL] = {1002, "protocol error"},
+    [WS_CLOSE_MESSAGE_LIMIT] = {1008, "too many messages"},
+    [WS_CLOSE_TOO_BIG] = {1009, "message too big"},
+    [WS_CLOSE_NOT_READING] = {1008, "not reading"},
+};
 
 /* Seconds, 10 ms to an hour: how long connections live. */
 static const double lifetime_bounds[] = {0.01, 0.1, 0.5, 1,   2.5, 5,    10,
@@ -65,15 +78,19 @@ struct ws_conn {
     timer_entry_t deadline;    /* OPEN: the idle check; CLOSING, DRAINING: the close deadline */
     timer_entry_t route_timer; /* the route's schedule (ws_timer_arm) */
     void (*on_route_timer)(ws_conn_t *c);
-    uint64_t opened_ns; /* the 101 written */
-    uint64_t active_ns; /* the last frame received or write finished */
+    uint64_t opened_ns;    /* the 101 written */
+    uint64_t active_ns;    /* the last frame received or write finished */
+    uint64_t backed_up_ns; /* since when the queue is full (ws_is_backed_up); 0: it is not */
     uint64_t messages_in;
-    uint16_t client_code;                 /* the code of the client's close frame */
-    uint8_t *msg;                         /* the data message being received */
-    size_t msg_len, msg_cap;              /* its bytes so far, and room */
-    char *wbuf;                           /* frames for the socket; one write in flight */
-    size_t wlen;                          /* bytes in wbuf (being written, or gathered) */
-    traceparent_t trace;                  /* the handshake's, for the log */
+    uint64_t rx_left;        /* bytes of the frame being handed to wslay still to hand it */
+    uint64_t rx_message_len; /* the declared payload of the open data message's frames */
+    uint8_t rx_in_message;   /* a data message's last frame has not come yet */
+    uint16_t client_code;    /* the code of the client's close frame */
+    uint8_t *msg;            /* the data message being received */
+    size_t msg_len, msg_cap; /* its bytes so far, and room */
+    char *wbuf;              /* frames for the socket; one write in flight */
+    size_t wlen;             /* bytes in wbuf (being written, or gathered) */
+    traceparent_t trace;     /* the handshake's, for the log */
     _Alignas(max_align_t) uint8_t data[]; /* the route's room */
 };
 
@@ -201,11 +218,11 @@ static int proceed(ws_conn_t *c)
         return 0;
     for (;;) {
         int progress = 0;
-        if (c->state == WS_CLOSING && close_codes[c->reason] != 0 && !c->close_queued &&
+        if (c->state == WS_CLOSING && closes[c->reason].code != 0 && !c->close_queued &&
             !wslay_event_want_write(ctx)) {
-            const char *phrase = close_phrases[c->reason];
+            const char *phrase = closes[c->reason].phrase;
             /* NO_MORE_MSG: a close is queued already (wslay's own); that one goes. */
-            if (wslay_event_queue_close(ctx, close_codes[c->reason], (const uint8_t *)phrase,
+            if (wslay_event_queue_close(ctx, closes[c->reason].code, (const uint8_t *)phrase,
                                         strlen(phrase)) != 0) {
             }
             c->close_queued = 1;
@@ -226,14 +243,20 @@ static int proceed(ws_conn_t *c)
             /* wslay stops reading when it answers a bad frame with a close of its own */
             if (c->state == WS_OPEN && !wslay_event_get_read_enabled(ctx))
                 begin_closing(c, WS_CLOSE_PROTOCOL);
-            progress = sock->input->size != before;
+            /* a frame refused from its header leaves its bytes, but closes */
+            progress = sock->input->size != before || c->state != WS_OPEN;
         }
         if (!progress)
             break;
     }
 
     if (c->state == WS_OPEN) {
-        if (wslay_event_want_read(ctx) && !ws_is_backed_up(c))
+        int backed_up = ws_is_backed_up(c);
+        if (!backed_up)
+            c->backed_up_ns = 0;
+        else if (c->backed_up_ns == 0)
+            c->backed_up_ns = stats_now_ns(); /* on_deadline closes it if it stays full */
+        if (wslay_event_want_read(ctx) && !backed_up)
             h2o_socket_read_start(sock, on_read);
         else
             h2o_socket_read_stop(sock);
@@ -279,18 +302,22 @@ static void on_written(h2o_socket_t *sock, const char *err)
         release(c);
 }
 
-/* OPEN: the idle timeout, checked lazily (activity only moves active_ns);
+/* OPEN: idle_timeout_ms, checked lazily (activity only moves active_ns, a
+ * full queue sets backed_up_ns, and either only ever moves the instant
+ * later), counted from the queue filling up while it is full (the client is
+ * not reading: nothing can be received), else from the last activity;
  * CLOSING or DRAINING: the close took too long. */
 static void on_deadline(timer_entry_t *entry)
 {
     ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, deadline, entry);
     if (c->state == WS_OPEN) {
-        uint64_t due = c->active_ns + c->limits.idle_timeout_ms * 1000000;
+        uint64_t since = c->backed_up_ns != 0 ? c->backed_up_ns : c->active_ns;
+        uint64_t due = since + c->limits.idle_timeout_ms * 1000000;
         if (due > stats_now_ns()) {
             timers_link(c->loop->timers, entry, due);
             return;
         }
-        ws_close(c, WS_CLOSE_IDLE);
+        ws_close(c, c->backed_up_ns != 0 ? WS_CLOSE_NOT_READING : WS_CLOSE_IDLE);
         if (proceed(c))
             release(c);
         return;
@@ -308,19 +335,58 @@ static void on_route_timer(timer_entry_t *entry)
 
 /* ---- wslay's callbacks -------------------------------------------------------------------- */
 
+/* At the first byte of a frame: reads its header, still in the socket's
+ * input, and judges it. Returns 1 when the frame may go to wslay (rx_left is
+ * then its whole length), 0 while its header is not all there, or when it is
+ * refused: the connection is then closing, with 1002 or 1009, before any of
+ * the frame reached wslay. */
+static int frame_begins(ws_conn_t *c)
+{
+    h2o_buffer_t *in = c->sock->input;
+    ws_frame_head_t h;
+    size_t head = ws_frame_head_read((const uint8_t *)in->bytes, in->size, &h);
+    if (head == 0)
+        return 0;
+    switch (ws_frame_check(&h, c->rx_in_message, c->rx_message_len, &c->limits)) {
+    case WS_FRAME_OK:
+        break;
+    case WS_FRAME_PROTOCOL:
+        ws_close(c, WS_CLOSE_PROTOCOL);
+        return 0;
+    case WS_FRAME_TOO_BIG:
+        ws_close(c, WS_CLOSE_TOO_BIG);
+        return 0;
+    }
+    if (h.opcode <= WSLAY_BINARY_FRAME) { /* a data frame: the message it belongs to */
+        if (h.opcode != WSLAY_CONTINUATION_FRAME)
+            c->rx_message_len = 0;
+        c->rx_message_len += h.payload_length;
+        c->rx_in_message = !h.fin;
+    }
+    c->rx_left = head + h.payload_length;
+    return 1;
+}
+
+/* wslay asks for bytes: it gets the socket's, up to the end of the frame it
+ * is reading, so the next frame's header is judged before wslay sees it, and
+ * nothing at all while the queue is full (or the connection closing). */
 static ssize_t on_wslay_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
                              void *user)
 {
     ws_conn_t *c = user;
     h2o_buffer_t *in = c->sock->input;
-    if (in->size == 0 || c->state != WS_OPEN || ws_is_backed_up(c)) {
+    if (in->size == 0 || c->state != WS_OPEN || ws_is_backed_up(c) ||
+        (c->rx_left == 0 && !frame_begins(c))) {
         wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
         return -1;
     }
     if (len > in->size)
         len = in->size;
+    if (len > c->rx_left)
+        len = (size_t)c->rx_left;
     memcpy(buf, in->bytes, len);
     h2o_buffer_consume(&c->sock->input, len);
+    c->rx_left -= len;
     return (ssize_t)len;
 }
 
@@ -342,8 +408,9 @@ static ssize_t on_wslay_send(wslay_event_context_ptr ctx, const uint8_t *data, s
     return (ssize_t)n;
 }
 
-/* A frame's header has arrived: the limits are checked here, before any of
- * its payload is kept. */
+/* A frame wslay has begun: its payload is kept in the message being
+ * gathered, whose room is made here (the limits were checked from the
+ * frame's header, in frame_begins). */
 static void on_frame_start(wslay_event_context_ptr ctx,
                            const struct wslay_event_on_frame_recv_start_arg *arg, void *user)
 {
@@ -356,11 +423,7 @@ static void on_frame_start(wslay_event_context_ptr ctx,
         c->msg_len = 0;
         c->msg_binary = arg->opcode == WSLAY_BINARY_FRAME;
     }
-    if (arg->payload_length > c->limits.max_fragment_bytes ||
-        c->msg_len + arg->payload_length > c->limits.max_message_bytes) {
-        ws_close(c, WS_CLOSE_TOO_BIG);
-        return;
-    }
+    assert(c->msg_len + arg->payload_length <= c->limits.max_message_bytes);
     size_t need = c->msg_len + (size_t)arg->payload_length;
     if (need > c->msg_cap) {
         if ((c->msg = realloc(c->msg, need)) == NULL)
@@ -421,19 +484,32 @@ static const struct wslay_event_callbacks wslay_callbacks = {
 
 /* ---- the handshake ------------------------------------------------------------------------- */
 
-/* The 101 is written (sock), or could not be (NULL): h2o has disposed of the
- * request either way, and hands the socket over with the request's bytes
- * still at the start of its input. */
-static void on_upgraded(void *data, h2o_socket_t *sock, size_t reqsize)
+/* A connection in its handshake, with its limits, handlers and route's room. */
+static ws_conn_t *conn_new(ws_loop_t *w, enum ws_kind kind, const request_ws_limits_t *limits,
+                           const ws_handlers_t *h, const void *data, size_t data_size)
 {
-    ws_conn_t *c = data;
-    if (sock == NULL) {
-        release(c);
-        return;
-    }
+    ws_conn_t *c = calloc(1, sizeof(*c) + data_size);
+    if (c == NULL)
+        abort(); /* out of memory: see the policy in main.c */
+    c->loop = w;
+    c->h = h;
+    c->kind = kind;
+    c->state = WS_HANDSHAKE;
+    c->limits = *limits;
+    c->deadline.cb = on_deadline;
+    c->route_timer.cb = on_route_timer;
+    if (data != NULL)
+        memcpy(c->data, data, data_size);
+    h2o_linklist_insert(&w->conns, &c->link);
+    return c;
+}
+
+/* The handshake is done: the connection takes the socket, its frames start.
+ * Returns the connection, or NULL when it has ended already. */
+static ws_conn_t *conn_start(ws_conn_t *c, h2o_socket_t *sock)
+{
     c->sock = sock;
     sock->data = c;
-    h2o_buffer_consume(&sock->input, reqsize);
     /* h2o reads whatever the kernel holds when the socket becomes readable, so
      * a client that writes fast could put megabytes into sock->input (TCP's
      * autotuned window) before flow control stops reading. A fixed receive
@@ -447,7 +523,7 @@ static void on_upgraded(void *data, h2o_socket_t *sock, size_t reqsize)
     if (wslay_event_context_server_init(&c->ctx, &wslay_callbacks, c) != 0)
         abort(); /* out of memory: see the policy in main.c */
     wslay_event_config_set_no_buffering(c->ctx, 1);
-    /* the limits are ws.c's (on_frame_start); wslay's own check would close first */
+    /* the limits are ws.c's (frame_begins); wslay's own check would close first */
     wslay_event_config_set_max_recv_msg_length(c->ctx, UINT64_MAX >> 1);
     c->opened_ns = c->active_ns = stats_now_ns();
     ws_set_state(c, WS_OPEN);
@@ -456,8 +532,33 @@ static void on_upgraded(void *data, h2o_socket_t *sock, size_t reqsize)
         c->h->on_open(c);
     if (c->loop->shutting_down)
         ws_close(c, WS_CLOSE_SHUTDOWN);
-    if (proceed(c))
+    if (proceed(c)) {
         release(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* The 101 is written (sock), or could not be (NULL): h2o has disposed of the
+ * request either way, and hands the socket over with the request's bytes
+ * still at the start of its input. */
+static void on_upgraded(void *data, h2o_socket_t *sock, size_t reqsize)
+{
+    ws_conn_t *c = data;
+    if (sock == NULL) {
+        release(c);
+        return;
+    }
+    h2o_buffer_consume(&sock->input, reqsize);
+    if (conn_start(c, sock) == NULL) {
+        /* over already */
+    }
+}
+
+ws_conn_t *ws_open(ws_loop_t *w, enum ws_kind kind, const request_ws_limits_t *limits,
+                   const ws_handlers_t *h, const void *data, size_t data_size, h2o_socket_t *sock)
+{
+    return conn_start(conn_new(w, kind, limits, h, data, data_size), sock);
 }
 
 /* A Sec-WebSocket-Key is 16 bytes in base64: 22 characters and "==". */
@@ -474,10 +575,15 @@ static int key_is_valid(h2o_iovec_t key)
     return 1;
 }
 
+/* A header's value, without the whitespace around it (RFC 9110 section 5.5). */
 static h2o_iovec_t header_value(h2o_req_t *req, const char *name, size_t len)
 {
     ssize_t i = h2o_find_header_by_str(&req->headers, name, len, -1);
-    return i >= 0 ? req->headers.entries[i].value : h2o_iovec_init(NULL, 0);
+    if (i < 0)
+        return h2o_iovec_init(NULL, 0);
+    h2o_iovec_t v = req->headers.entries[i].value;
+    v.len = head_trim((const char **)&v.base, v.len);
+    return v;
 }
 
 /* 426 Upgrade Required: the route speaks only WebSocket (RFC 9110 section 15.5.22). */
@@ -510,9 +616,11 @@ int ws_accept(notesd_req_t *r, ws_loop_t *w, enum ws_kind kind, const request_ws
                       "nor HTTP/1.0");
         return 0;
     }
-    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) ||
-        req->upgrade.base == NULL ||
-        !h2o_lcstris(req->upgrade.base, req->upgrade.len, H2O_STRLIT("websocket"))) {
+    h2o_iovec_t upgrade = req->upgrade;
+    if (upgrade.base != NULL)
+        upgrade.len = head_trim((const char **)&upgrade.base, upgrade.len);
+    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) || upgrade.base == NULL ||
+        !h2o_lcstris(upgrade.base, upgrade.len, H2O_STRLIT("websocket"))) {
         respond_upgrade_required(r, "this route speaks WebSocket: send GET with "
                                     "Connection: Upgrade and Upgrade: websocket");
         return 0;
@@ -534,20 +642,8 @@ int ws_accept(notesd_req_t *r, ws_loop_t *w, enum ws_kind kind, const request_ws
         return 0;
     }
 
-    ws_conn_t *c = calloc(1, sizeof(*c) + data_size);
-    if (c == NULL)
-        abort(); /* out of memory: see the policy in main.c */
-    c->loop = w;
-    c->h = h;
-    c->kind = kind;
-    c->state = WS_HANDSHAKE;
-    c->limits = *limits;
-    c->deadline.cb = on_deadline;
-    c->route_timer.cb = on_route_timer;
-    if (data != NULL)
-        memcpy(c->data, data, data_size);
+    ws_conn_t *c = conn_new(w, kind, limits, h, data, data_size);
     c->traced = (uint8_t)request_trace(r, &c->trace);
-    h2o_linklist_insert(&w->conns, &c->link);
 
     char *accept = h2o_mem_alloc_pool(&req->pool, 28);
     ws_accept_key(key.base, accept);
@@ -601,9 +697,15 @@ int ws_send(ws_conn_t *c, int binary, const void *msg, size_t len)
     return 0;
 }
 
+size_t ws_queued_bytes(const ws_conn_t *c)
+{
+    return wslay_event_get_queued_msg_length(c->ctx) +
+           WS_FRAME_COST * wslay_event_get_queued_msg_count(c->ctx);
+}
+
 int ws_is_backed_up(const ws_conn_t *c)
 {
-    return wslay_event_get_queued_msg_length(c->ctx) > c->limits.max_message_bytes;
+    return ws_queued_bytes(c) > c->limits.max_message_bytes;
 }
 
 void ws_skip(ws_conn_t *c)
@@ -613,7 +715,7 @@ void ws_skip(ws_conn_t *c)
 
 void ws_close(ws_conn_t *c, enum ws_close_reason reason)
 {
-    assert(close_codes[reason] != 0);
+    assert(closes[reason].code != 0);
     if (c->state == WS_HANDSHAKE) {
         decide(c, reason); /* on_upgraded closes it once open */
         return;
@@ -651,6 +753,59 @@ void ws_shutdown(ws_loop_t *w)
 int ws_is_empty(const ws_loop_t *w)
 {
     return h2o_linklist_is_empty((h2o_linklist_t *)&w->conns);
+}
+
+/* ---- a frame's header ----------------------------------------------------------------------- */
+
+size_t ws_frame_head_read(const uint8_t *p, size_t n, ws_frame_head_t *h)
+{
+    if (n < 2)
+        return 0;
+    h->fin = p[0] >> 7;
+    h->rsv = (p[0] >> 4) & 7;
+    h->opcode = p[0] & 0x0f;
+    h->masked = p[1] >> 7;
+    h->payload_length = p[1] & 0x7f;
+    h->length_bytes = h->payload_length == 126 ? 2 : h->payload_length == 127 ? 8 : 0;
+    size_t head = 2 + h->length_bytes + (h->masked ? 4 : 0);
+    if (n < head)
+        return 0;
+    if (h->length_bytes != 0) {
+        h->payload_length = 0;
+        for (size_t i = 0; i < h->length_bytes; i++)
+            h->payload_length = h->payload_length << 8 | p[2 + i];
+    }
+    return head;
+}
+
+enum ws_frame_verdict ws_frame_check(const ws_frame_head_t *h, int in_message, uint64_t message_len,
+                                     const request_ws_limits_t *limits)
+{
+    uint64_t len = h->payload_length;
+
+    /* section 5.2: no extension is negotiated, the client masks, 3-7 and B-F are
+     * reserved, and a length takes its shortest form with the top bit clear */
+    if (h->rsv != 0 || !h->masked || (h->opcode > WSLAY_BINARY_FRAME && h->opcode < 0x8) ||
+        h->opcode > WSLAY_PONG || (h->length_bytes == 2 && len < 126) ||
+        (h->length_bytes == 8 && (len < 65536 || len >> 63 != 0)))
+        return WS_FRAME_PROTOCOL;
+    if (h->opcode >= WSLAY_CONNECTION_CLOSE) {
+        /* section 5.5: control frames are whole and short; 5.5.1: a close body
+         * is empty or starts with a 2-byte code */
+        if (!h->fin || len > 125 || (h->opcode == WSLAY_CONNECTION_CLOSE && len == 1))
+            return WS_FRAME_PROTOCOL;
+        return WS_FRAME_OK;
+    }
+    /* section 5.4: a continuation continues an open message; a new one waits
+     * for the last frame of the one before */
+    if ((h->opcode == WSLAY_CONTINUATION_FRAME) != (in_message != 0))
+        return WS_FRAME_PROTOCOL;
+    if (h->opcode != WSLAY_CONTINUATION_FRAME)
+        message_len = 0;
+    if (len > limits->max_fragment_bytes || message_len > limits->max_message_bytes ||
+        len > limits->max_message_bytes - message_len)
+        return WS_FRAME_TOO_BIG;
+    return WS_FRAME_OK;
 }
 
 /* ---- the metrics page's figures ---------------------------------------------------------- */

@@ -7,9 +7,11 @@
  * page). The frames are wslay's (libwslay), driven by ws.c over the socket
  * h2o hands over after the 101 (h2o_http1_upgrade), not by h2o's own
  * WebSocket glue, which reads as fast as the client writes and queues
- * without bound. Here a connection stops reading while more than
- * max_message_bytes wait to go out, so a client that writes and never reads
- * costs a bounded amount of memory. What a connection does with messages
+ * without bound. Here every frame's header is checked before wslay sees it,
+ * and a connection stops reading while its queue is full: more than
+ * max_message_bytes waiting to go out, counting what each queued frame costs
+ * beyond its payload, so a client that writes and never reads costs a bounded
+ * amount of memory, however small its frames. What a connection does with messages
  * (echo them, send a feed) is its route's: routes_ws.c, through
  * ws_handlers_t.
  *
@@ -60,11 +62,14 @@ enum ws_close_reason {
     WS_CLOSE_DONE,          /* 1000: the route's work is done (the feed's last message) */
     WS_CLOSE_IDLE,          /* 1001: nothing received or written for the idle timeout */
     WS_CLOSE_SHUTDOWN,      /* 1001: the server is stopping */
-    WS_CLOSE_PROTOCOL,      /* 1002 or 1007 (wslay's): a frame RFC 6455 forbids, a text
+    WS_CLOSE_PROTOCOL,      /* 1002: a frame RFC 6455 forbids (from its header, or wslay's
+                               1002 for a close code it forbids); 1007 (wslay's): a text
                                message that is not UTF-8 */
     WS_CLOSE_MESSAGE_LIMIT, /* 1008: a message past max_messages */
     WS_CLOSE_TOO_BIG,       /* 1009: a frame past max_fragment_bytes, a message past
-                               max_message_bytes */
+                               max_message_bytes, from the frame's header */
+    WS_CLOSE_NOT_READING,   /* 1008: the queue stayed full for idle_timeout_ms: the client
+                               sends and does not read */
     WS_CLOSE_ABNORMAL,      /* no close decided: the connection broke or the client left */
     WS_CLOSE__COUNT,
 };
@@ -131,8 +136,20 @@ const request_ws_limits_t *ws_limits(const ws_conn_t *c);
  * when the connection no longer sends (closing). */
 NOTESD_MUSTCHECK int ws_send(ws_conn_t *c, int binary, const void *msg, size_t len);
 
-/* 1 while more than max_message_bytes wait to go out: the client is not
- * reading. Echo stops reading then; the feed skips a message (ws_skip). */
+/* What a queued frame costs beyond its payload, rounded up: wslay's message
+ * (40 bytes) and queue cell (16), and the copy of its payload, each a malloc
+ * chunk (glibc on 64 bits: 80 bytes in all for an empty frame, 112 with one
+ * byte of payload, at most payload + 103). */
+#define WS_FRAME_COST 128
+
+/* What waits to go out to the client: the payload of every queued frame
+ * plus WS_FRAME_COST for each (a pong, an echo, a feed message, a close). */
+size_t ws_queued_bytes(const ws_conn_t *c);
+
+/* 1 while the queue is full: ws_queued_bytes over max_message_bytes, so the
+ * client is not reading. The connection then stops reading (its client's
+ * writes wait in TCP), and is closed with 1008 when it stays full for
+ * idle_timeout_ms; the feed skips a message (ws_skip). */
 int ws_is_backed_up(const ws_conn_t *c);
 
 /* Counts one message the route left out (notes_ws_messages_skipped_total). */
@@ -158,6 +175,14 @@ void ws_shutdown(ws_loop_t *w);
 /* 1 once every connection of the loop has closed. */
 int ws_is_empty(const ws_loop_t *w);
 
+/* Starts a connection over `sock`, a socket whose handshake is done, as
+ * ws_accept does once h2o has written the 101 (the unit tests hand it one end
+ * of a socketpair). The connection owns the socket from here, and closes it.
+ * Returns the connection, which lives until after h->on_close, or NULL when
+ * it ended at once (a shutdown under way). */
+ws_conn_t *ws_open(ws_loop_t *w, enum ws_kind kind, const request_ws_limits_t *limits,
+                   const ws_handlers_t *h, const void *data, size_t data_size, h2o_socket_t *sock);
+
 /* ---- the metrics page's figures ---------------------------------------------------------- */
 
 /* Every loop's WebSocket figures, added up, per route. */
@@ -177,5 +202,36 @@ void ws_report_write(const ws_report_t *r, exposition_t *o);
 /* Sec-WebSocket-Accept for a Sec-WebSocket-Key (24 characters): base64 of
  * the SHA-1 of the key and RFC 6455's GUID; 28 characters, no NUL. */
 void ws_accept_key(const char key[24], char out[28]);
+
+/* ---- a frame's header, read before wslay sees the frame -------------------------------------- */
+
+/* What a frame's header declares (RFC 6455 section 5.2). */
+typedef struct ws_frame_head {
+    uint8_t fin, rsv, opcode, masked;
+    uint8_t length_bytes;    /* the extended length: 0, 2 (126) or 8 (127) */
+    uint64_t payload_length; /* as declared, the top bit included */
+} ws_frame_head_t;
+
+/* Reads the header at the start of `p` (`n` bytes): returns its length (2 to
+ * 14 bytes, the masking key included) and fills *h, or 0 while it is not all
+ * there. Reads the bytes only: ws_frame_check judges them. */
+size_t ws_frame_head_read(const uint8_t *p, size_t n, ws_frame_head_t *h);
+
+enum ws_frame_verdict {
+    WS_FRAME_OK,
+    WS_FRAME_PROTOCOL, /* RFC 6455 forbids it: close 1002 */
+    WS_FRAME_TOO_BIG,  /* past a limit: close 1009 */
+};
+
+/* Judges a frame from a client by its header alone, before any of its
+ * payload: RSV bits without an extension, a reserved opcode, no mask, a
+ * length not in its shortest form or with its top bit set, a control frame
+ * that is fragmented or over 125 bytes, a close frame with a 1-byte body, a
+ * continuation with no message open or a new message while one is: 1002. A
+ * data frame over max_fragment_bytes, or that takes its message over
+ * max_message_bytes: 1009. `in_message`: a data message's last frame has not
+ * come yet; `message_len`: its frames' payload so far. */
+enum ws_frame_verdict ws_frame_check(const ws_frame_head_t *h, int in_message, uint64_t message_len,
+                                     const request_ws_limits_t *limits);
 
 #endif

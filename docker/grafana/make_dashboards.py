@@ -295,7 +295,7 @@ def app_dashboard():
         "WebSocket closes per second by reason, and feed messages skipped",
         "rate(notes_ws_closes_total) by reason: client (the client's close frame), done "
         "(1000), idle_timeout and shutdown (1001), protocol_error (1002, 1007), "
-        "message_limit (1008), too_big (1009), abnormal (no closing handshake). "
+        "message_limit and not_reading (1008), too_big (1009), abnormal (no closing handshake). "
         "rate(notes_ws_messages_skipped_total): feed messages left out because the client "
         "was not reading.",
         "ops",

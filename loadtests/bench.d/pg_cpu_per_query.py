@@ -3,7 +3,7 @@ backends' own CPU time, system calls and context switches per query (perf stat o
 the client backends' pids), and the statements' execution time per call
 (pg_stat_statements), for the read mix in each setup below.
 
-    NOTESD_PGPORT=55450 NOTESD_PGDATA=/tmp/bench-pg/pgdata \\
+    NOTESD_PGDATA=/tmp/bench-pg/pgdata \\
         /usr/bin/python3 loadtests/bench.d/pg_cpu_per_query.py [--seconds 3] [--notesd build/notesd]
 
 Setups (PostgreSQL pinned to CPU 0 throughout, 20 connections):

@@ -472,6 +472,38 @@ class AbuseTest(unittest.TestCase):
             self.assertLess(pinned, 32)
         self.assertLess(fig["cpu_us_per_unit"], 5000 * SLOW)      # measured 1.4 ms; 7.7 ms buffering
 
+    def test_how_often_curl_sends_an_http2_body_over_the_limit(self):
+        """What a stock client does with the REFUSED_STREAM that libh2o 2.2.5 sends for a
+        body past MAX_BODY_BYTES (notesd has no hook there: no handler runs for the stream):
+        REFUSED_STREAM says the request was not processed and may be retried, so curl 7.88
+        retries it on a fresh connection, five times, and gives up with exit 56, never having
+        seen a status. Each try sends what the stream window lets through (about 100 KiB) before
+        its reset, not the whole body; notesd counts the connections, not the requests."""
+        if shutil.which("curl") is None:
+            self.skipTest("no curl")
+        body = os.path.join(tempfile.mkdtemp(), "body.json")
+        with open(body, "wb") as f:
+            f.write(b'{"title":"' + b"x" * 1000000 + b'","body":"b","tag":"t"}')
+        before = self.server.metrics()
+        out = subprocess.run(["curl", "-sv", "--http2-prior-knowledge", "-o", "/dev/null",
+                              "-H", "content-type: application/json", "--data-binary",
+                              "@" + body, f"http://127.0.0.1:{self.server.port}/notes"],
+                             capture_output=True, text=True, timeout=60)
+        after = self.server.metrics()
+        tries = (metric_sum(after, "notes_http_connections_accepted_total") -
+                 metric_sum(before, "notes_http_connections_accepted_total"))
+        refused = out.stderr.count("REFUSED_STREAM")
+        print(f"  figure: curl, exit {out.returncode}: {tries:.0f} "
+              f"connections, each stream refused ({refused} REFUSED_STREAM seen by curl)",
+              flush=True)
+        self.assertEqual(out.returncode, 56)            # "Failure in receiving network data"
+        self.assertEqual(tries, refused)                # one connection per try
+        self.assertGreaterEqual(tries, 2)               # REFUSED_STREAM invites the retry...
+        self.assertLessEqual(tries, 6)                  # ...and curl's own limit bounds it
+        # no request was ever handled, so none is counted
+        self.assertEqual(metric_sum(after, "http_requests_total", 'path="/notes"'),
+                         metric_sum(before, "http_requests_total", 'path="/notes"'))
+
     def test_many_half_closed_clients(self):
         """500 connections, each a GET /delay/100 and then FIN (as `nc -N`): with
         HALF_CLOSE=abort, the default, none is answered, each is counted as

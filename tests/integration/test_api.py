@@ -310,12 +310,15 @@ class KnownLatencyAndTimingTest(unittest.TestCase):
         self.assertGreater(took[-1] - took[0], 0.030, "jitter should spread the answers")
 
     def test_delay_rejects_bad_values(self):
-        for path in ("/delay/", "/delay/abc", "/delay/60001", "/delay/-1", "/delay/1?jitter=x",
-                     "/delay/1?jitter=70000", "/delay/1.5"):
+        for path in ("/delay/abc", "/delay/60001", "/delay/-1", "/delay/1?jitter=x",
+                     "/delay/1?jitter=70000", "/delay/1.5", "/delay/%2D1"):
             with self.subTest(path=path):
                 status, _, body = request(self.port, "GET", path)
                 self.assertEqual(status, 400, body)
                 self.assertIn("error", json.loads(body))
+        # no :ms segment is no route, as for /bytes/ and /stream/
+        for path in ("/delay/", "/delay/5/x"):
+            self.assertEqual(request(self.port, "GET", path)[0], 404, path)
 
     def test_server_timing_splits_database_and_total_time(self):
         status, headers, _ = request(self.port, "GET", "/notes/3")

@@ -4,6 +4,7 @@ ports the kernel picks, prompt exits with work in flight (one loop and three),
 clients that leave before their answer, and /primes's default limit. Each test
 prints the figures it measured."""
 import os
+import re
 import shutil
 import signal
 import socket
@@ -276,10 +277,17 @@ class AdmissionTest(unittest.TestCase):
         finally:
             close_all(socks)
             self.assertEqual(server.stop(), 0, server.output)
-        # One warning per episode (until an accept succeeds), not one per pause.
+        # One warning per episode (until an accept succeeds), not one per pause, each naming
+        # its port and the connections really open (the metrics port's listener once reported
+        # its own, empty budget: "0 connections open" with 60 open).
         warnings = server.output.count("Too many open files")
         self.assertGreaterEqual(warnings, 1)
         self.assertLess(warnings, pauses / 2)
+        counts = re.findall(r"accept on the (API|metrics) port: Too many open files; .*\((\d+) API "
+                            r"connections open, (\d+) on the metrics port\)", server.output)
+        self.assertEqual(len(counts), warnings, server.output)
+        for port, api, _ in counts:
+            self.assertGreater(int(api), NOFILE / 2, (port, api))
 
 
 class PortTest(unittest.TestCase):

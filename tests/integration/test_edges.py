@@ -339,6 +339,46 @@ class BodyLimitTest(ServerTestCase):
         self.assert_refused(exchange(self.port, head, timeout=5))
 
 
+class NumbersTest(ServerTestCase):
+    """Every parameter that takes a number is read by the one parser of numbers: its value
+    decoded as every query-string value is, and held to its range, however small."""
+    database = "edges_numbers"
+    env = {"PRIMES_MAX": "5", "WS_MAX_MESSAGES": "3"}
+
+    def test_numbers_written_as_escapes_are_decoded(self):
+        status, _, body = request(self.port, "GET", "/primes?below=%35")
+        self.assertEqual((status, json.loads(body)), (200, {"below": 5, "count": 2}))
+        status, headers, body = request(self.port, "GET", "/sse?count=%31&delay_ms=%30")
+        self.assertEqual(status, 200)
+        self.assertEqual(body.count(b"id: "), 1)
+        answers = [request(self.port, "GET", "/fault/418?every=%32")[0] for _ in range(4)]
+        self.assertEqual(answers, [200, 418, 200, 418])
+        status, _, body = request(self.port, "GET", "/drip?bytes=%33&duration_ms=%30")
+        self.assertEqual((status, len(body)), (200, 3))
+        status, _, body = request(self.port, "GET", "/delay/%31?jitter=%30")
+        self.assertEqual((status, json.loads(body)), (200, {"delay_ms": 1}))
+        status, _, body = request(self.port, "GET", "/stream/%32")
+        self.assertEqual((status, body.count(b"\n")), (200, 2))
+        # '+' is a space, and a space is not a digit
+        status, _, body = request(self.port, "GET", "/primes?below=+5")
+        self.assertEqual(status, 400)
+
+    def test_a_max_under_nine_is_held(self):
+        """PRIMES_MAX=5 and WS_MAX_MESSAGES=3: 6 and 9 are past them (a parser that computed
+        (max - digit) / 10 with signed numbers let every single digit through)."""
+        for below in ("5", "0"):
+            self.assertEqual(request(self.port, "GET", f"/primes?below={below}")[0], 200)
+        for below in ("6", "9", "%39", "10"):
+            status, _, body = request(self.port, "GET", f"/primes?below={below}")
+            self.assertEqual((status, json.loads(body)),
+                             (400, {"error": "below must be a whole number from 0 to 5"}), below)
+        status, _, body = request(self.port, "GET", "/ws/echo?max_messages=9")
+        self.assertEqual((status, json.loads(body)),
+                         (400, {"error": "max_messages must be a whole number from 1 to 3"}))
+        # within the setting, the request is read on: not a handshake, so 426
+        self.assertEqual(request(self.port, "GET", "/ws/echo?max_messages=3")[0], 426)
+
+
 class WordingTest(ServerTestCase):
     database = "edges_wording"
 

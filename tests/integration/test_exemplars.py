@@ -18,7 +18,7 @@ import urllib.parse
 import urllib.request
 
 from notes_testlib import (Notesd, ServerTestCase, create_database, free_port, main, poll,
-                           request)
+                           raw_request, request)
 
 K6 = os.environ.get("K6") or "/work/shared/tools/k6/k6"
 OM_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
@@ -83,6 +83,14 @@ class TraceparentTest(ServerTestCase):
         self.assertRegex(headers["server-timing"],
                          r'^db;dur=\d+\.\d{3}, total;dur=\d+\.\d{3}, traceparent;desc="' + TP +
                          '"$')
+
+    def test_a_traceparent_is_read_without_the_whitespace_around_it(self):
+        """RFC 9110 section 5.5: trailing (and leading) spaces and tabs are not part of a
+        field's value; h2o 2.2.5 keeps the trailing ones, so notesd drops them itself."""
+        for raw in (TP + " ", TP + "\t", "  " + TP + " \t"):
+            answer = raw_request(self.port, ("GET /json HTTP/1.1\r\nHost: x\r\n"
+                                             f"traceparent: {raw}\r\n\r\n").encode())
+            self.assertIn(f'traceparent;desc="{TP}"'.encode(), answer, repr(raw))
 
     def test_the_text_page_is_unchanged_and_openmetrics_carries_the_exemplar(self):
         mine = trace_id(77)  # the other tests use TRACE elsewhere

@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import time
 
@@ -41,6 +42,16 @@ def events(body):
         at = m.end()
     assert at == len(body), f"trailing bytes: {body[at:]!r}"
     return out
+
+
+def exchange(port, data, timeout=30):
+    """Sends raw bytes; returns all the server sends until it closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        return out
 
 
 def get(port, path, headers=None, timeout=30):
@@ -107,6 +118,23 @@ class StreamTest(ServerTestCase):
         self.assertEqual(status, 400)
         self.assertEqual(json.loads(body), {"error": "Last-Event-ID must be a whole number"})
 
+    def test_last_event_id_past_the_count_is_204_whatever_its_size(self):
+        for big in ("100000000000000000000000000", "18446744073709551616", "0" * 30 + "6"):
+            status, _, body = get(self.port, "/sse?count=5", {"Last-Event-ID": big})
+            self.assertEqual((status, body), (204, b""), big)
+        status, _, _ = get(self.port, "/sse?count=5", {"Last-Event-ID": "1" * 30 + "x"})
+        self.assertEqual(status, 400)
+
+    def test_last_event_id_is_read_without_the_whitespace_around_it(self):
+        """RFC 9110 section 5.5; h2o 2.2.5 keeps the trailing spaces, so "2 " reached the
+        parser as it came."""
+        for value in ("2 ", "2\t", " 2", " \t2 \t"):
+            answer = exchange(self.port, ("GET /sse?count=4&delay_ms=0 HTTP/1.1\r\n"
+                                             "Host: x\r\nConnection: close\r\n"
+                                             f"Last-Event-ID: {value}\r\n\r\n").encode())
+            self.assertTrue(answer.startswith(b"HTTP/1.1 200 "), (value, answer[:60]))
+            self.assertEqual(re.findall(rb"id: (\d+)\n", answer), [b"3", b"4"], repr(value))
+
     def test_knobs_out_of_range_are_400_naming_the_knob(self):
         for query, knob in (("count=0", "count"), ("count=100001", "count"),
                             ("delay_ms=60001", "delay_ms"), ("jitter=-1", "jitter"),
@@ -132,6 +160,61 @@ class StreamTest(ServerTestCase):
         sent = count(self.scrape(), "notes_sse_events_total") - count(before,
                                                                       "notes_sse_events_total")
         self.assertLess(sent, 10)
+
+    def delta(self, before, name, **labels):
+        return count(self.scrape(), name, **labels) - count(before, name, **labels)
+
+    def test_a_client_that_leaves_between_events_is_noticed_when_it_leaves(self):
+        """Events 30 s apart: a client that closes (FIN) or resets after the first one is
+        noticed when it goes, not by the next event's write: the request ends well before the
+        next event was due, counted as gone by how it went, a 200 whose duration ends where
+        the client left."""
+        for how, reason in (("closes", "half_closed"), ("resets", "reset")):
+            before = self.scrape()
+            s = socket.create_connection(("127.0.0.1", self.port))
+            s.sendall(b"GET /sse?count=3&delay_ms=30000 HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = b""
+            while b"data: " not in data or not data.endswith(b"\n\n\r\n"):
+                data += s.recv(65536)
+            if how == "resets":
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            left = time.monotonic()
+            s.close()
+            # a third of delay_ms: long before the next event's write could have told
+            poll(lambda: count(self.scrape(), "http_requests_in_flight") == 0, timeout=10,
+                 what="the stream to end when its client left")
+            noticed = time.monotonic() - left
+            labels = dict(method="GET", path="/sse", status_code="200")
+            self.assertEqual(self.delta(before, "http_requests_total", **labels), 1, how)
+            self.assertEqual(self.delta(before, "notes_http_clients_gone_total", reason=reason),
+                             1, how)
+            self.assertLess(self.delta(before, "http_request_duration_seconds_sum", **labels),
+                            10, how)
+            self.assertEqual(self.delta(before, "notes_sse_events_total"), 1, how)
+            print(f"\n  a client that {how} between events: the stream ended "
+                  f"{noticed * 1000:.0f} ms later (the next event was due in 30 s)", flush=True)
+
+    def test_a_stream_cut_short_by_its_client_is_counted_as_gone(self):
+        before = self.scrape()
+        s = socket.create_connection(("127.0.0.1", self.port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        s.sendall(b"GET /stream/1000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = 0
+        while got < 100000:
+            got += len(s.recv(65536))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+        poll(lambda: count(self.scrape(), "http_requests_in_flight") == 0, timeout=10,
+             what="the stream to end when its client left")
+        labels = dict(method="GET", path="/stream/:n", status_code="200")
+        self.assertEqual(self.delta(before, "http_requests_total", **labels), 1)
+        gone = sum(self.delta(before, "notes_http_clients_gone_total", reason=r)
+                   for r in ("reset", "aborted", "half_closed"))
+        self.assertEqual(gone, 1)
+        # a stream that ends whole is not counted
+        before = self.scrape()
+        self.assertEqual(get(self.port, "/stream/10")[0], 200)
+        self.assertEqual(self.delta(before, "notes_http_clients_gone_total", reason="aborted"), 0)
 
     def test_stream_lines_are_exact(self):
         for n in (0, 1, 10, 1234):
@@ -171,6 +254,30 @@ class StreamTest(ServerTestCase):
         self.assertGreaterEqual(chunks, -(-body_len // 16384))
         self.assertLessEqual(chunks, body_len // (16384 - 32) + 1)
         self.assertLess(proc_stat(self.server.proc.pid)[1] - rss_before, 4 << 20)
+
+    def test_an_http2_client_that_leaves_between_events_is_counted_as_gone(self):
+        if shutil.which("curl") is None:
+            self.skipTest("no curl")
+        from notes_testlib import Notesd
+        server = Notesd(self.db_url, args=["--h2c"])
+        try:
+            before = parse(server.metrics())
+            out = subprocess.run(["curl", "-s", "--http2-prior-knowledge", "--max-time", "1",
+                                  f"http://127.0.0.1:{server.port}/sse?count=3&delay_ms=30000"],
+                                 capture_output=True, timeout=30)
+            self.assertEqual(out.returncode, 28)  # curl's own timeout: it left
+            poll(lambda: count(parse(server.metrics()), "http_requests_in_flight") == 0,
+                 timeout=10, what="the stream to end when its client left")
+            after = parse(server.metrics())
+            labels = dict(method="GET", path="/sse", status_code="200")
+            gone = sum(count(after, "notes_http_clients_gone_total", reason=r) -
+                       count(before, "notes_http_clients_gone_total", reason=r)
+                       for r in ("reset", "aborted", "half_closed"))
+            self.assertEqual(gone, 1)
+            self.assertLess(count(after, "http_request_duration_seconds_sum", **labels) -
+                            count(before, "http_request_duration_seconds_sum", **labels), 10)
+        finally:
+            self.assertEqual(server.stop(), 0)
 
     def test_sse_over_http2_sends_the_same_events(self):
         if shutil.which("curl") is None:

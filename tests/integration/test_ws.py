@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The WebSocket routes against the real binary: /ws/echo and /ws/feed with
 exact counts (messages and bytes each way, closes by reason, the handshake as a
-101), every limit and its close code, the refusals of what is not a handshake,
-flow control under clients that do not read, the memory of 1,000 idle
+101), every limit and its close code, the control frames RFC 6455 forbids, the
+refusals of what is not a handshake, flow control under clients that do not
+read (large messages, and floods of empty frames), the memory of 1,000 idle
 connections, the shutdown's 1001, and Node's own WebSocket client.
 
 The client is tests/integration/ws_client.py: RFC 6455 frames written by hand
@@ -21,8 +22,8 @@ import unittest
 
 from notes_testlib import (REPO, SANITIZED, TSAN, Notesd, ServerTestCase, create_database, main,
                            poll, proc_stat, raw_request, request)
-from ws_client import (OP_BINARY, OP_CLOSE, OP_TEXT, Closed, HandshakeRefused, WebSocket,
-                       frame)
+from ws_client import (OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT, Closed, HandshakeRefused,
+                       WebSocket, frame)
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
 # Under a sanitizer, memory is the sanitizer's (shadow memory, quarantine): the figures are
@@ -193,6 +194,22 @@ class EchoTest(ServerTestCase):
         if MEASURES_MEMORY:
             self.assertLess(proc_stat(self.server.proc.pid)[1] - rss_before, 4 << 20)
 
+    def test_a_header_alone_is_enough_to_refuse_a_length(self):
+        """The header of a 2**62-byte frame and not one byte of its payload: the 1009 comes
+        from the header (the client's socket timeout, 10 s, would fail the wait)."""
+        d = Delta(self.server)
+        ws = WebSocket(self.port, "/ws/echo")
+        ws.send_raw(frame(OP_BINARY, b"", length=1 << 62))
+        self.assertEqual(ws.recv_close()[:2], (1009, b"message too big"))
+        ws.wait_eof()
+        ws = WebSocket(self.port, "/ws/echo?max_fragment_bytes=100")
+        ws.send_raw(frame(OP_TEXT, b"", length=101))
+        self.assertEqual(ws.recv_close()[0], 1009)
+        ws.wait_eof()
+        self.settle()
+        d.after()
+        self.assertEqual(d("notes_ws_closes_total", path="/ws/echo", reason="too_big"), 2)
+
     def test_the_message_past_max_messages_closes_1008_unanswered(self):
         d = Delta(self.server)
         ws = WebSocket(self.port, "/ws/echo?max_messages=3")
@@ -227,14 +244,36 @@ class EchoTest(ServerTestCase):
                           (frame(OP_TEXT, b"\xff\xfe not UTF-8"), 1007),
                           (frame(0x0, b"a continuation of nothing"), 1002),
                           (frame(OP_TEXT, b"rsv1 without an extension", rsv=4), 1002),
-                          (frame(OP_CLOSE, struct.pack("!H", 999)), 1002)):
+                          (frame(OP_CLOSE, struct.pack("!H", 999)), 1002),
+                          (frame(0x3, b"a reserved opcode"), 1002),
+                          (frame(OP_TEXT, b"x", fin=False) + frame(OP_TEXT, b"y"), 1002)):
             ws = WebSocket(self.port, "/ws/echo")
             ws.send_raw(bad)
             self.assertEqual(ws.recv_close()[0], code, bad[:12])
             ws.wait_eof()
         self.settle()
         d.after()
-        self.assertEqual(d("notes_ws_closes_total", path="/ws/echo", reason="protocol_error"), 5)
+        self.assertEqual(d("notes_ws_closes_total", path="/ws/echo", reason="protocol_error"), 7)
+
+    def test_control_frames_rfc_6455_forbids_close_1002_counted_as_protocol_errors(self):
+        """Section 5.5: a control frame is at most 125 bytes and never fragmented; 5.2: a
+        64-bit length has its top bit clear; 5.5.1: a close body is empty or starts with a
+        code. Each is answered with a close frame, 1002, after the echoes before it."""
+        d = Delta(self.server)
+        top_bit = bytes([0x82, 0xFF]) + struct.pack("!Q", 1 << 63) + b"\0\0\0\0"
+        for bad in (frame(OP_PING, b"p" * 126), frame(OP_PING, b"ping", fin=False), top_bit,
+                    frame(OP_CLOSE, b"\x03")):
+            ws = WebSocket(self.port, "/ws/echo")
+            ws.send_raw(frame(OP_TEXT, b"before") + bad + frame(OP_TEXT, b"after"))
+            code, reason, seen = ws.recv_close()
+            self.assertEqual((code, reason, seen), (1002, b"protocol error",
+                                                    [(OP_TEXT, b"before")]), bad[:12])
+            self.assertTrue(ws.wait_eof(), "a close frame, then the server's FIN")
+        self.settle()
+        d.after()
+        self.assertEqual(d("notes_ws_closes_total", path="/ws/echo", reason="protocol_error"), 4)
+        self.assertEqual(d("notes_ws_closes_total", path="/ws/echo", reason="abnormal"), 0)
+        self.assertEqual(d("notes_ws_closes_total", path="/ws/echo", reason="client"), 0)
 
     def test_a_client_that_vanishes_is_counted_abnormal(self):
         d = Delta(self.server)
@@ -296,6 +335,14 @@ class EchoTest(ServerTestCase):
         print(f"\n  {sent} messages of 60000 bytes before the server stopped reading; "
               f"RSS grew by {grown / 1024:.0f} KiB", flush=True)
 
+    def test_handshake_values_are_read_without_the_whitespace_around_them(self):
+        """RFC 9110 section 5.5: the spaces around a field's value are not part of it."""
+        ws = WebSocket(self.port, "/ws/echo", headers={"Sec-WebSocket-Version": "13 ",
+                                                        "Upgrade": "websocket\t"})
+        ws.send("spaced")
+        self.assertEqual(ws.recv(), (OP_TEXT, b"spaced"))
+        self.assertEqual(ws.close(), 1000)
+
     def test_http2_cannot_be_upgraded(self):
         server = Notesd(self.db_url, args=["--h2c"])
         try:
@@ -307,6 +354,54 @@ class EchoTest(ServerTestCase):
             body, code = out.rsplit("\n", 1)
             self.assertEqual(code, "400")
             self.assertIn("RFC 8441", json.loads(body)["error"])
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+    def test_an_extended_connect_over_http2_ends_its_connection(self):
+        """RFC 8441's extended CONNECT (`:protocol: websocket`) over h2c: libh2o 2.2.5's header
+        parser takes a pseudo-header it does not know for a connection error, so the whole
+        connection ends with GOAWAY PROTOCOL_ERROR before notesd sees a request (notesd never
+        offers SETTINGS_ENABLE_CONNECT_PROTOCOL, so a client that follows RFC 8441 does not
+        send one). Other connections are not touched, and a plain GET over HTTP/2 gets 400."""
+        try:
+            import h2.config
+            import h2.connection
+            import h2.events
+        except ImportError:
+            self.skipTest("python3-h2 is not installed")
+        server = Notesd(self.db_url, args=["--h2c"])
+        try:
+            before = parse(server.metrics())
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            conn = h2.connection.H2Connection(h2.config.H2Configuration(
+                client_side=True, validate_outbound_headers=False))
+            conn.initiate_connection()
+            conn.send_headers(1, [(":method", "CONNECT"), (":protocol", "websocket"),
+                                  (":scheme", "http"), (":path", "/ws/echo"),
+                                  (":authority", "127.0.0.1"), ("sec-websocket-version", "13")],
+                              end_stream=False)
+            sock.sendall(conn.data_to_send())
+            ended = None
+            while ended is None:
+                data = sock.recv(65536)
+                if not data:
+                    break
+                for event in conn.receive_data(data):
+                    if isinstance(event, h2.events.ConnectionTerminated):
+                        ended = event.error_code
+                    self.assertNotIsInstance(event, h2.events.ResponseReceived)
+            sock.close()
+            self.assertEqual(ended, 1)  # PROTOCOL_ERROR
+            out = subprocess.run(["curl", "-s", "--http2-prior-knowledge", "-o", "/dev/null",
+                                  "-w", "%{http_code}", f"http://127.0.0.1:{server.port}/ws/echo"],
+                                 capture_output=True, text=True, timeout=30).stdout
+            self.assertEqual(out, "400")
+            after = parse(server.metrics())
+            self.assertEqual(val(after, "http_requests_total", method="GET", path="/ws/echo",
+                                 status_code="400") -
+                             val(before, "http_requests_total", method="GET", path="/ws/echo",
+                                 status_code="400"), 1)  # the GET alone
         finally:
             self.assertEqual(server.stop(), 0)
 
@@ -388,8 +483,50 @@ class FeedTest(ServerTestCase):
         self.assertEqual(d("notes_ws_messages_total", path="/ws/feed", direction="received"), 1)
 
 
+def flood(port, path, frames, seconds, pid):
+    """One client per frame in `frames` (a name and its bytes), each sending that frame as
+    fast as TCP takes it and reading nothing, for `seconds`. Returns the server's RSS before
+    and its peak during the flood (sampled every 50 ms), the frames each client got into
+    TCP, and the clients, still open."""
+    clients = {name: WebSocket(port, path, rcvbuf=65536) for name in frames}
+    time.sleep(0.2)
+    rss_before = peak = proc_stat(pid)[1]
+    batches = {name: one * (65536 // len(one)) for name, one in frames.items()}
+    pending = dict(batches)
+    sent = dict.fromkeys(frames, 0)
+    for ws in clients.values():
+        ws.sock.setblocking(False)
+    end = next_sample = time.monotonic()
+    end += seconds
+    while time.monotonic() < end:
+        for name, ws in clients.items():
+            try:
+                n = ws.sock.send(pending[name])
+                sent[name] += n
+                pending[name] = pending[name][n:] or batches[name]
+            except BlockingIOError:
+                pass
+        if time.monotonic() >= next_sample:
+            peak = max(peak, proc_stat(pid)[1])
+            next_sample += 0.05
+            time.sleep(0.002)
+    sent = {name: n // len(frames[name]) for name, n in sent.items()}
+    return rss_before, peak, sent, clients
+
+
+EMPTY_FRAMES = {"empty pings": frame(OP_PING, b""), "empty messages": frame(OP_TEXT, b""),
+                "1-byte messages": frame(OP_TEXT, b"x")}
+# What one client that sends and never reads may cost, at most: its queue (max_message_bytes
+# with each frame's cost counted, and one answer past it), the message being gathered, the
+# socket's input and write buffers (docs/api.md, "Flow control"); about 0.3 MiB with the
+# defaults, so 4 MiB leaves room for the allocator. Under ASan (its quarantine capped at 1
+# MiB, so that RSS shows what notesd holds rather than what ASan keeps) the same, doubled for
+# its shadow memory and redzones.
+FLOOD_BOUND_PER_CLIENT = (4 << 20) * (1 if MEASURES_MEMORY else 2)
+
+
 class ResourcesTest(unittest.TestCase):
-    """Many idle clients, and the shutdown with connections open."""
+    """Many idle clients, floods of empty frames, and the shutdown with connections open."""
 
     @classmethod
     def setUpClass(cls):
@@ -500,6 +637,72 @@ class ResourcesTest(unittest.TestCase):
         finally:
             for ws in clients:
                 ws.abort()
+            self.assertEqual(server.stop(), 0)
+
+    def flood_for_ten_seconds(self, path):
+        """A client per kind of empty frame floods `path` for 10 s without reading: the
+        server's queue fills up at once (every frame costs WS_FRAME_COST, payload or not), it
+        stops reading them, and its RSS stays within a bound per client (a build that counted
+        only payload bytes grew by 450 MiB in 3 s for the pings alone)."""
+        server = Notesd(self.db_url, env={"ASAN_OPTIONS": "detect_leaks=0:quarantine_size_mb=1"})
+        clients = {}
+        try:
+            before, peak, sent, clients = flood(server.port, path, EMPTY_FRAMES, 10,
+                                                server.proc.pid)
+            grown = peak - before
+            samples = parse(server.metrics())
+            label = path.split("?")[0]
+            print(f"\n  {label}, 10 s of {', '.join(f'{n:,} {k}' for k, n in sent.items())} "
+                  f"into TCP, nothing read: peak RSS {before / 2**20:.1f} -> "
+                  f"{peak / 2**20:.1f} MiB (+{grown / 2**20:.2f} MiB)", flush=True)
+            # all three still open: held back, not closed (the queue has not been full for
+            # idle_timeout_ms, 60 s)
+            self.assertEqual(val(samples, "notes_ws_connections", path=label), 3)
+            self.assertLess(grown, 3 * FLOOD_BOUND_PER_CLIENT)
+            # reading stopped: what the server took in is a small part of what was sent
+            received = val(samples, "notes_ws_messages_total", path=label, direction="received")
+            self.assertLess(received, sum(sent.values()))
+        finally:
+            for ws in clients.values():
+                ws.abort()
+            self.assertEqual(server.stop(), 0)
+
+    def test_empty_frames_from_clients_that_never_read_are_bounded_on_the_echo(self):
+        self.flood_for_ten_seconds("/ws/echo")
+
+    def test_empty_frames_from_clients_that_never_read_are_bounded_on_the_feed(self):
+        self.flood_for_ten_seconds("/ws/feed?rate=10000&count=1000000")
+
+    def test_a_queue_that_stays_full_closes_1008_not_reading(self):
+        """A client that sends pings and never reads keeps the queue full: after
+        idle_timeout_ms of that the connection is closed with 1008, counted as not_reading
+        (its close frame cannot reach a client that does not read, so the socket is closed
+        2 s later)."""
+        server = Notesd(self.db_url)
+        try:
+            ws = WebSocket(server.port, "/ws/echo?idle_timeout_ms=1000", rcvbuf=65536)
+            ws.sock.setblocking(False)
+            batch = frame(OP_PING, b"") * 10000
+            pending, blocked_since = batch, None
+            while blocked_since is None or time.monotonic() - blocked_since < 0.5:
+                try:
+                    pending = pending[ws.sock.send(pending):] or batch
+                    blocked_since = None
+                except BlockingIOError:
+                    blocked_since = blocked_since or time.monotonic()
+                    time.sleep(0.01)
+            poll(lambda: val(parse(server.metrics()), "notes_ws_closes_total", path="/ws/echo",
+                             reason="not_reading") == 1, timeout=15,
+                 what="the connection closed as not reading")
+            samples = parse(server.metrics())
+            self.assertEqual(val(samples, "notes_ws_connections", path="/ws/echo"), 0)
+            self.assertEqual(val(samples, "notes_ws_closes_total", path="/ws/echo",
+                                 reason="idle_timeout"), 0)
+            # the socket is closed: reading what is left ends in EOF or a reset, not in the
+            # client's 10 s timeout
+            ws.sock.settimeout(10)
+            ws.wait_eof()
+        finally:
             self.assertEqual(server.stop(), 0)
 
     def test_shutdown_closes_every_websocket_with_1001(self):

@@ -1,6 +1,7 @@
 /*
  * test_head.c - unit tests of server/head.c: the path of an absolute-form
- * target and the framing fields of an HTTP/1 request head.
+ * target, the framing fields of an HTTP/1 request head, and a value
+ * without the whitespace around it.
  *
  * Inputs are copied into exact-size heap buffers, so a read past the end
  * shows up under AddressSanitizer.
@@ -71,10 +72,30 @@ static void framing_accepts_one_length_or_chunked(void)
     CHECK_INT_EQ(FRAMING(""), 0);
 }
 
+/* Trims `lit` and compares what is left with `want`. */
+#define TRIMS_TO(lit, want)                                                                        \
+    do {                                                                                           \
+        const char *v_ = lit;                                                                      \
+        size_t n_ = head_trim(&v_, sizeof(lit) - 1);                                               \
+        CHECK_MEM_EQ(v_, n_, want);                                                                \
+    } while (0)
+
+static void values_lose_the_spaces_and_tabs_around_them(void)
+{
+    TRIMS_TO("2", "2");
+    TRIMS_TO("2 ", "2");
+    TRIMS_TO(" \t2\t ", "2");
+    TRIMS_TO("a b", "a b"); /* inside a value they stay */
+    TRIMS_TO("   ", "");
+    TRIMS_TO("", "");
+    TRIMS_TO("2\r", "2\r"); /* only SP and HTAB are whitespace there (RFC 9110 section 5.6.3) */
+}
+
 int main(void)
 {
     CHECK_RUN(origin_form_finds_the_path_of_an_absolute_target);
     CHECK_RUN(framing_refuses_a_repeated_length);
     CHECK_RUN(framing_accepts_one_length_or_chunked);
+    CHECK_RUN(values_lose_the_spaces_and_tabs_around_them);
     return check_summary();
 }

@@ -1,6 +1,6 @@
 /*
  * test_sse.c - unit tests of server/sse.c: an event's exact bytes and
- * length, Last-Event-ID, and the schedule with and without jitter.
+ * length, and the schedule with and without jitter.
  */
 #include <stdint.h>
 #include <string.h>
@@ -22,20 +22,6 @@ static void an_event_is_framed_exactly(void)
                  strlen("id: 1\ndata: {\"id\":1,\"of\":1,\"sent_us\":0}\n\n"));
 }
 
-static void last_event_id_is_a_whole_number(void)
-{
-    uint64_t id = 99;
-    CHECK_INT_EQ(sse_last_event_id("0", 1, &id), 0);
-    CHECK_INT_EQ(id, 0);
-    CHECK_INT_EQ(sse_last_event_id("0042", 4, &id), 0);
-    CHECK_INT_EQ(id, 42);
-    CHECK_INT_EQ(sse_last_event_id("", 0, &id), -1);
-    CHECK_INT_EQ(sse_last_event_id("4x", 2, &id), -1);
-    CHECK_INT_EQ(sse_last_event_id("-1", 2, &id), -1);
-    CHECK_INT_EQ(sse_last_event_id(" 1", 2, &id), -1);
-    CHECK_INT_EQ(sse_last_event_id("12345678901234567890", 20, &id), -1); /* too long */
-}
-
 static void the_schedule_keeps_its_nominal_instants(void)
 {
     const uint64_t ms = 1000000;
@@ -55,7 +41,6 @@ static void the_schedule_keeps_its_nominal_instants(void)
 int main(void)
 {
     CHECK_RUN(an_event_is_framed_exactly);
-    CHECK_RUN(last_event_id_is_a_whole_number);
     CHECK_RUN(the_schedule_keeps_its_nominal_instants);
     return check_summary();
 }

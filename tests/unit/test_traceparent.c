@@ -34,23 +34,42 @@ static void malformed_values_are_refused(void)
     static const char *bad[] = {
         "",
         "00",
-        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",   /* short flags */
-        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  /* upper case */
-        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-", /* 00 with more */
-        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 ", /* trailing space */
-        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  /* zero trace id */
-        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",  /* zero parent id */
-        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  /* version ff */
-        "0g-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  /* not hex */
-        "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  /* separator */
-        "00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",  /* field lengths */
-        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x", /* later version, no "-" */
-        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-zz",  /* flags not hex */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",    /* short flags */
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",   /* upper case */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-",  /* 00 with more */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 x", /* more after a space */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736 -00f067aa0ba902b7-01",  /* space inside */
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",   /* zero trace id */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",   /* zero parent id */
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   /* version ff */
+        "0g-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   /* not hex */
+        "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   /* separator */
+        "00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",   /* field lengths */
+        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",  /* later version, no "-" */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-zz",   /* flags not hex */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         traceparent_t tp = {0};
         if (!check_count(parse(bad[i], &tp) == -1, __FILE__, __LINE__, "refused"))
             fprintf(stderr, "    accepted: \"%s\"\n", bad[i]);
+    }
+}
+
+/* RFC 9110 section 5.5: the spaces and tabs around a field's value are not
+ * part of it; h2o 2.2.5 keeps the ones after it. */
+static void the_whitespace_around_a_value_is_not_part_of_it(void)
+{
+    static const char *spaced[] = {
+        EXAMPLE " ",
+        EXAMPLE "\t \t",
+        "  " EXAMPLE,
+        "\t" EXAMPLE " ",
+    };
+    for (size_t i = 0; i < sizeof(spaced) / sizeof(spaced[0]); i++) {
+        traceparent_t tp = {0};
+        if (!check_count(parse(spaced[i], &tp) == 0, __FILE__, __LINE__, "accepted"))
+            fprintf(stderr, "    refused: \"%s\"\n", spaced[i]);
+        CHECK(tp.trace_hi == 0x4bf92f3577b34da6ULL && tp.flags == 1);
     }
 }
 
@@ -81,6 +100,7 @@ int main(void)
 {
     CHECK_RUN(the_specification_example_is_read_field_by_field);
     CHECK_RUN(malformed_values_are_refused);
+    CHECK_RUN(the_whitespace_around_a_value_is_not_part_of_it);
     CHECK_RUN(a_later_version_keeps_its_first_fields_and_ignores_the_rest);
     CHECK_RUN(a_value_is_read_only_within_its_length);
     return check_summary();

@@ -1,7 +1,8 @@
 /*
  * test_validate.c - unit tests of server/validate.c: note ids, the tag query
  * parameter, UTF-8, JSON request bodies (with json_strict.c's syntax check
- * underneath), path decoding.
+ * underneath), path decoding, and the one parser of numbers, also against a
+ * reference implementation over random values (number_reference.h).
  *
  * Expected values follow the reference app: Node's querystring for ?tag=,
  * JSON.parse (through express.json) for bodies, PostgreSQL's bigint for ids.
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <cJSON.h>
 #include "check.h"
+#include "number_reference.h"
 #include "validate.h"
 
 /* A heap copy of exactly `len` bytes, without a terminating NUL. */
@@ -137,28 +139,64 @@ static void query_param_finds_the_first_and_counts_repeats(void)
 
 static void whole_number_reads_digits_up_to_max(void)
 {
-    long n = -1;
-    CHECK_INT_EQ(validate_whole_number("60000", 5, 60000, &n), 0);
+    uint64_t n = 1;
+    CHECK_INT_EQ(validate_whole_number("60000", 5, 60000, &n), VALIDATE_NUMBER);
     CHECK_INT_EQ(n, 60000);
-    CHECK_INT_EQ(validate_whole_number("0000007", 7, 60000, &n), 0); /* leading zeros */
+    CHECK_INT_EQ(validate_whole_number("0000007", 7, 60000, &n), VALIDATE_NUMBER); /* zeros */
     CHECK_INT_EQ(n, 7);
-    CHECK_INT_EQ(validate_whole_number("0", 1, 0, &n), 0);
+    CHECK_INT_EQ(validate_whole_number("0", 1, 0, &n), VALIDATE_NUMBER);
     CHECK_INT_EQ(n, 0);
-    n = -1;
-    CHECK_INT_EQ(validate_whole_number("60001", 5, 60000, &n), -1);
-    CHECK_INT_EQ(validate_whole_number("", 0, 60000, &n), -1);
-    CHECK_INT_EQ(validate_whole_number("-1", 2, 60000, &n), -1);
-    CHECK_INT_EQ(validate_whole_number("+1", 2, 60000, &n), -1);
-    CHECK_INT_EQ(validate_whole_number("1.5", 3, 60000, &n), -1);
-    CHECK_INT_EQ(validate_whole_number(" 1", 2, 60000, &n), -1);
-    CHECK_INT_EQ(validate_whole_number("99999999999999999999999", 23, 2147483647, &n), -1);
-    CHECK_INT_EQ(validate_whole_number("12", 1, 60000, &n), 0); /* reads `len` bytes only */
+    CHECK_INT_EQ(validate_whole_number("18446744073709551615", 20, UINT64_MAX, &n),
+                 VALIDATE_NUMBER);
+    CHECK(n == UINT64_MAX);
+    n = 1;
+    CHECK_INT_EQ(validate_whole_number("60001", 5, 60000, &n), VALIDATE_ABOVE_MAX);
+    CHECK_INT_EQ(validate_whole_number("", 0, 60000, &n), VALIDATE_NOT_A_NUMBER);
+    CHECK_INT_EQ(validate_whole_number("-1", 2, 60000, &n), VALIDATE_NOT_A_NUMBER);
+    CHECK_INT_EQ(validate_whole_number("+1", 2, 60000, &n), VALIDATE_NOT_A_NUMBER);
+    CHECK_INT_EQ(validate_whole_number("1.5", 3, 60000, &n), VALIDATE_NOT_A_NUMBER);
+    CHECK_INT_EQ(validate_whole_number(" 1", 2, 60000, &n), VALIDATE_NOT_A_NUMBER);
+    CHECK_INT_EQ(validate_whole_number("%31", 3, 60000, &n), VALIDATE_NOT_A_NUMBER); /* raw */
     CHECK_INT_EQ(n, 1);
+    CHECK_INT_EQ(validate_whole_number("12", 1, 60000, &n), VALIDATE_NUMBER); /* `len` bytes */
+    CHECK_INT_EQ(n, 1);
+}
+
+/* However long the digits, a number past max is told from what is not a number. */
+static void whole_number_tells_a_long_number_from_a_bad_one(void)
+{
+    uint64_t n;
+    CHECK_INT_EQ(validate_whole_number("99999999999999999999999", 23, 2147483647, &n),
+                 VALIDATE_ABOVE_MAX);
+    CHECK_INT_EQ(validate_whole_number("18446744073709551616", 20, UINT64_MAX, &n),
+                 VALIDATE_ABOVE_MAX);
+    CHECK_INT_EQ(validate_whole_number("100000000000000000000000000", 27, 10, &n),
+                 VALIDATE_ABOVE_MAX);
+    CHECK_INT_EQ(validate_whole_number("100000000000000000000000000x", 28, 10, &n),
+                 VALIDATE_NOT_A_NUMBER);
+}
+
+/* A max under 9 once let any single digit through: (max - d) / 10 rounds
+ * toward zero, so 5 - 6 gave 0, and 6 passed for a max of 5. */
+static void whole_number_holds_a_max_under_nine(void)
+{
+    uint64_t n = 42;
+    for (uint64_t max = 0; max <= 12; max++) {
+        for (char d = '0'; d <= '9'; d++) {
+            int want = (uint64_t)(d - '0') <= max ? VALIDATE_NUMBER : VALIDATE_ABOVE_MAX;
+            check_int_eq(validate_whole_number(&d, 1, max, &n), want, __FILE__, __LINE__,
+                         "one digit against a small max");
+        }
+        CHECK_INT_EQ(validate_whole_number("10", 2, max, &n),
+                     max >= 10 ? VALIDATE_NUMBER : VALIDATE_ABOVE_MAX);
+    }
+    CHECK_INT_EQ(validate_whole_number("6", 1, 5, &n), VALIDATE_ABOVE_MAX); /* PRIMES_MAX=5 */
+    CHECK_INT_EQ(validate_whole_number("9", 1, 3, &n), VALIDATE_ABOVE_MAX); /* WS_MAX_MESSAGES=3 */
 }
 
 static void query_number_reads_whole_numbers_up_to_max(void)
 {
-    long n = -1;
+    uint64_t n = 1;
     CHECK_INT_EQ(validate_query_number("below=100", 9, "below", 1000, &n), 1);
     CHECK_INT_EQ(n, 100);
     CHECK_INT_EQ(validate_query_number("below=1000", 10, "below", 1000, &n), 1);
@@ -169,6 +207,114 @@ static void query_number_reads_whole_numbers_up_to_max(void)
     CHECK_INT_EQ(validate_query_number("below=99999999999999999999999", 29, "below", 1000, &n), -1);
     CHECK_INT_EQ(validate_query_number("x=1", 3, "below", 1000, &n), 0);
     CHECK_INT_EQ(validate_query_number("below", 5, "below", 1000, &n), 0);
+    CHECK_INT_EQ(validate_query_number("below=6", 7, "below", 5, &n), -1);
+}
+
+/* The value is decoded as every query-string value is: "%31%30" is 10. */
+static void query_number_decodes_escapes_first(void)
+{
+    uint64_t n = 0;
+    CHECK_INT_EQ(validate_query_number("below=%31%30", 12, "below", 1000, &n), 1);
+    CHECK_INT_EQ(n, 10);
+    CHECK_INT_EQ(validate_query_number("count=%31", 9, "count", 10, &n), 1);
+    CHECK_INT_EQ(n, 1);
+    CHECK_INT_EQ(validate_query_number("b%65low=7", 9, "below", 10, &n), 1); /* and the key */
+    CHECK_INT_EQ(n, 7);
+    CHECK_INT_EQ(validate_query_number("every=%32", 9, "every", 5, &n), 1);
+    CHECK_INT_EQ(n, 2);
+    n = 99;
+    CHECK_INT_EQ(validate_query_number("below=%3", 8, "below", 1000, &n), -1); /* kept: '%' */
+    CHECK_INT_EQ(validate_query_number("below=1+", 8, "below", 1000, &n), -1); /* a space */
+    CHECK_INT_EQ(validate_query_number("below=%201", 10, "below", 1000, &n), -1);
+    CHECK_INT_EQ(validate_query_number("below=%36", 9, "below", 5, &n), -1); /* 6 > 5 */
+    CHECK_INT_EQ(n, 99);
+}
+
+/* A fixed pseudo-random sequence, so a failure can be replayed. */
+static uint64_t lcg(uint64_t *state)
+{
+    *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *state >> 33;
+}
+
+/* validate_query_number against number_reference.h's obvious decoder and
+ * strtoull, over 300,000 values made of what trips parsers up: digits,
+ * escapes of digits and of other bytes, broken escapes, '+', signs, spaces,
+ * long runs of zeros and numbers around 2^64, each against a max near 0,
+ * near a power of ten, near 2^64, or anywhere. */
+static void query_number_agrees_with_a_reference_on_random_values(void)
+{
+    /* the first DIGIT_PIECES decode to digits only */
+    static const char *const pieces[] = {"0",
+                                         "1",
+                                         "5",
+                                         "9",
+                                         "7",
+                                         "%30",
+                                         "%31",
+                                         "%39",
+                                         "00000000",
+                                         "18446744073709551615",
+                                         "18446744073709551616",
+                                         "%3",
+                                         "%",
+                                         "%3g",
+                                         "%2B",
+                                         "+",
+                                         "-",
+                                         " ",
+                                         "a",
+                                         "%20",
+                                         "%00",
+                                         "%41",
+                                         "%3A",
+                                         "%2F",
+                                         ".",
+                                         "&",
+                                         "="};
+    enum { DIGIT_PIECES = 11 };
+    static const uint64_t maxes[] = {
+        0, 1, 5, 8, 9, 10, 99, 100, 60000, 1000000, UINT64_MAX, UINT64_MAX - 1, UINT64_MAX / 10};
+    uint64_t seed = 2026, agreed = 0, numbers = 0;
+    char query[512];
+
+    for (int round = 0; round < 300000; round++) {
+        size_t len = 4;
+        memcpy(query, "num=", 4);
+        size_t parts = lcg(&seed) % 6, choices = sizeof(pieces) / sizeof(pieces[0]);
+        if (lcg(&seed) % 2 == 0)
+            choices = DIGIT_PIECES; /* half the values are digits alone */
+        for (size_t k = 0; k < parts; k++) {
+            const char *p = pieces[lcg(&seed) % choices];
+            if (len + strlen(p) < sizeof(query)) {
+                memcpy(query + len, p, strlen(p));
+                len += strlen(p);
+            }
+        }
+        uint64_t max = lcg(&seed) % 4 == 0 ? (lcg(&seed) << 31 ^ lcg(&seed))
+                                           : maxes[lcg(&seed) % (sizeof(maxes) / sizeof(maxes[0]))];
+        char *q = exact_copy(query, len);
+        uint64_t got = 0, want = 0;
+        int rc = validate_query_number(q, len, "num", max, &got);
+        /* the value ends at the first '&' (splitting the query is validate_query_param's) */
+        const char *amp = memchr(q + 4, '&', len - 4);
+        int ref =
+            reference_number(q + 4, amp != NULL ? (size_t)(amp - q) - 4 : len - 4, max, &want);
+        if (rc == ref && (rc != 1 || got == want)) {
+            agreed++;
+            numbers += rc == 1;
+        } else if (round - (int)agreed < 10) { /* the first ten disagreements, not thousands */
+            check_count(0, __FILE__, __LINE__, "validate_query_number agrees with the reference");
+            fprintf(stderr, "    query %.*s, max %llu: %d (%llu), reference %d (%llu)\n", (int)len,
+                    query, (unsigned long long)max, rc, (unsigned long long)got, ref,
+                    (unsigned long long)want);
+        }
+        free(q);
+    }
+    CHECK_INT_EQ(agreed, 300000);
+    printf("    %llu of 300000 random values were numbers within their max\n",
+           (unsigned long long)numbers);
+    CHECK(numbers > 50000); /* the inputs reach the accepting side often, not only refusals */
 }
 
 /* ---- validate_tag_query ------------------------------------------------------------------ */
@@ -664,7 +810,11 @@ int main(void)
     CHECK_RUN(note_body_null_pointer_is_empty);
     CHECK_RUN(query_param_finds_the_first_and_counts_repeats);
     CHECK_RUN(whole_number_reads_digits_up_to_max);
+    CHECK_RUN(whole_number_tells_a_long_number_from_a_bad_one);
+    CHECK_RUN(whole_number_holds_a_max_under_nine);
     CHECK_RUN(query_number_reads_whole_numbers_up_to_max);
+    CHECK_RUN(query_number_decodes_escapes_first);
+    CHECK_RUN(query_number_agrees_with_a_reference_on_random_values);
     CHECK_RUN(note_body_stores_lone_surrogates_as_replacement_characters);
     CHECK_RUN(decode_path_decodes_escapes_but_not_plus);
     return check_summary();

@@ -50,8 +50,9 @@ def main():
     with tempfile.TemporaryDirectory(prefix="smoke-compare-") as tmp:
         os.chmod(tmp, 0o755)  # PostgreSQL runs as the postgres user and must reach its data
         out = os.path.join(tmp, "out")
-        env = dict(os.environ, NOTESD_PGDATA=os.path.join(tmp, "pg", "pgdata"),
-                   NOTESD_PGPORT=str(55800 + os.getpid() % 90))
+        # no NOTESD_PGPORT: bench leaves the port to sql/localdb.sh (the first free one)
+        env = {k: v for k, v in os.environ.items() if k != "NOTESD_PGPORT"}
+        env["NOTESD_PGDATA"] = os.path.join(tmp, "pg", "pgdata")
         cmd = [os.path.join(LOADTESTS, "bench"), "--compare", "HEAD..HEAD", "--quick",
                "--tests", "read", "--variants", "plain", "--rounds", str(ROUNDS),
                "--confidence", "0.99", "--callgrind-rounds", "1", "--out", out]

@@ -10,7 +10,8 @@
   scripts, the modelled ceiling of the database's core and its table;
 - the sweep's target, table and chart; the three-host layout's plan (names,
   198.18.0.0/15 addresses, ip/tc commands), its caps, targets and table;
-- the h2o configuration template is accepted by h2o (when h2o is installed).
+- the h2o configuration template is accepted by h2o (when h2o is installed);
+- the private PostgreSQL's port is left to sql/localdb.sh, which takes a free one.
 """
 import os
 import re
@@ -22,6 +23,7 @@ import unittest
 import xml.etree.ElementTree as ET
 
 from loadlib import charts, mixes, netcheck, netns, pgbench
+from loadlib.commands.bench import command as bench_main
 from loadlib.commands.bench import figures as report
 from loadlib.commands.bench import headline as bench_headline
 from loadlib.commands.bench import netns as bench_netns
@@ -510,6 +512,26 @@ class H2oTemplate(unittest.TestCase):
                         .replace("@ROOT@", d))
             r = subprocess.run(["h2o", "-t", "-c", conf], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+class PrivateDatabase(unittest.TestCase):
+    def test_the_port_is_left_to_localdb_sh(self):
+        """bench pinned its PostgreSQL to port 55450, and failed at once ("NOTESD_PGPORT=55450
+        is taken by another server") while another cluster held it; now sql/localdb.sh takes
+        the first free port from 54329 on, as for server/run.sh (tests/integration/
+        test_localdb.py checks that), unless NOTESD_PGPORT names one."""
+        env = dict(os.environ)
+        env.pop("NOTESD_PGPORT", None)
+        env.pop("NOTESD_PGDATA", None)
+        chosen = bench_main.private_database_env(env)
+        self.assertNotIn("NOTESD_PGPORT", chosen)
+        self.assertEqual(chosen["NOTESD_PGDATA"], "/tmp/bench-pg/pgdata")
+        env.update(chosen)
+        self.assertNotIn("NOTESD_PGPORT", env)
+        # what the user names is kept
+        env = {"NOTESD_PGPORT": "6543", "NOTESD_PGDATA": "/srv/pg"}
+        env.update(bench_main.private_database_env(env))
+        self.assertEqual(env, {"NOTESD_PGPORT": "6543", "NOTESD_PGDATA": "/srv/pg"})
 
 
 if __name__ == "__main__":

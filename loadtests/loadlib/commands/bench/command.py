@@ -59,7 +59,7 @@ from loadlib.commands.bench.report import bench_markdown
 from loadlib.commands.bench.runs import run_rounds, run_startup_series
 from loadlib.commands.bench.setup import preflight, setup
 from loadlib.commands.bench.subjects import (
-    ALL_SUBJECTS, ALL_TESTS, DEFAULT_PGDATA, DEFAULT_PGPORT, LOAD_CPU, PIPELINE_DEPTH, SERVER_CPU,
+    ALL_SUBJECTS, ALL_TESTS, DEFAULT_PGDATA, LOAD_CPU, PIPELINE_DEPTH, SERVER_CPU,
     log, sh)
 from loadlib.commands.bench.sweep import run_sweep, sweep_section
 from loadlib.paths import REPO
@@ -301,6 +301,15 @@ def apply_defaults(args):
 
 
 
+def private_database_env(environ):
+    """The settings of the benchmark's own PostgreSQL, never server/run.sh's (it is reset
+    and pinned here): its data directory, NOTESD_PGDATA when set; its port, NOTESD_PGPORT
+    when set, else none, so that sql/localdb.sh takes the first free one from 54329 on (or
+    finds the running cluster's), as for server/run.sh: a fixed default failed at once
+    whenever another cluster (the test suite's, a second bench's) held it."""
+    return {"NOTESD_PGDATA": environ.get("NOTESD_PGDATA") or DEFAULT_PGDATA}
+
+
 def main(argv=None):
     """The command: argv without the program's name (default: this process's)."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -308,9 +317,10 @@ def main(argv=None):
         prog="loadtests/bench", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Environment: NOTESD_PGDATA (default /tmp/bench-pg/pgdata) and NOTESD_PGPORT "
-               "(default 55450) pick the benchmark's private PostgreSQL (sql/localdb.sh); "
-               "it is started if needed (and then stopped at the end), reseeded between "
-               "runs and pinned to CPU 0. See loadtests/bench.d/README.md.")
+               "(default: the first free port from 54329 on, as sql/localdb.sh picks it) pick "
+               "the benchmark's private PostgreSQL (sql/localdb.sh); it is started if needed "
+               "(and then stopped at the end), reseeded between runs and pinned to CPU 0. "
+               "See loadtests/bench.d/README.md.")
     p.add_argument("--rounds", type=int, help="rounds (default 3; --compare: 8 pairs)")
     p.add_argument("--duration", type=cli.whole_seconds,
                    help="measured run (default 20s; --compare: 3s)")
@@ -402,8 +412,7 @@ def main(argv=None):
         args.out = "/tmp/notesd-bench-" + time.strftime("%Y%m%d-%H%M%S")
 
     # the benchmark's own PostgreSQL, never server/run.sh's: it is reset and pinned here
-    os.environ.setdefault("NOTESD_PGDATA", DEFAULT_PGDATA)
-    os.environ.setdefault("NOTESD_PGPORT", DEFAULT_PGPORT)
+    os.environ.update(private_database_env(os.environ))
     bench = Bench(args)
 
     def stop(signum, frame):

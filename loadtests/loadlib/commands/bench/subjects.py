@@ -55,7 +55,8 @@ PGBENCH_VARIANTS = {
 }
 PIPELINE_SUBJECTS = ("notesd-pipeline", "notesd-prepared-pipeline")
 PORT_BASE, METRICS_BASE = 18300, 19300
-DEFAULT_PGDATA, DEFAULT_PGPORT = "/tmp/bench-pg/pgdata", "55450"
+# the benchmark's own cluster; its port is sql/localdb.sh's choice (the first free from 54329)
+DEFAULT_PGDATA = "/tmp/bench-pg/pgdata"
 PORT_SLOT = {"sample": 0, "notesd": 1, "notesd-prepared": 2, "h2o": 3, "node": 4, "bun": 5,
              "deno": 6, "notesd-pipeline": 7, "notesd-prepared-pipeline": 8}
 # --compare's two builds take ports of their own, apart from each other's: 18331.., 18341..

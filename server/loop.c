@@ -41,7 +41,7 @@ void loops_init(int n, int lag_interval_ms, int shutdown_timeout_ms, int journal
                     journal, (size_t)journal * sizeof(journal_record_t), i);
             exit(2);
         }
-        ws_loop_init(&loop->ws, &loop->timers);
+        ws_loop_init(&loop->ws, &loop->timers, journal > 0 ? &loop->journal : NULL);
         loop->view = (request_loop_t){.index = (unsigned)i,
                                       .timers = &loop->timers,
                                       .pool = &loop->pool,

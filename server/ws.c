@@ -5,9 +5,11 @@
  * Every entry point is a callback of h2o or of the loop's timers: the
  * upgrade's end, readable, written, a deadline, a route's timer. Each runs
  * `proceed`, which moves bytes between the socket and wslay as far as they
- * go, and the connection is freed (`release`) only at the end of an entry
- * point, never inside wslay or a route's callback, which may still be on the
- * stack. wslay runs without buffering data messages (it would allocate a
+ * go. `release` is the one way out: the connection ends at once (its socket
+ * closed, its close counted, its route told) and its memory, wslay's context
+ * among it, goes on the loop's next turn (timers_defer), as every close in
+ * notesd does, so code of wslay's or a route's still on the stack never
+ * reads freed memory. wslay runs without buffering data messages (it would allocate a
  * frame's declared length before anything checks it), and is handed the
  * client's bytes one frame at a time (on_wslay_recv): each frame's header is
  * read and judged first (ws_frame_check), so a frame RFC 6455 forbids or one
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <h2o.h>
 #include <h2o/http1.h>
 #include <openssl/sha.h>
@@ -91,12 +94,71 @@ struct ws_conn {
     char *wbuf;              /* frames for the socket; one write in flight */
     size_t wlen;             /* bytes in wbuf (being written, or gathered) */
     traceparent_t trace;     /* the handshake's, for the log */
+    struct ws_journal {      /* with JOURNAL on: what each message's record takes */
+        uint64_t conn_id;    /* h2o's id of the connection, from the handshake */
+        int64_t conn_at_us;
+        uint8_t route, loop, request_id_len, request_id_cut;
+        char request_id[JOURNAL_REQUEST_ID_MAX];
+    } journal;
     _Alignas(max_align_t) uint8_t data[]; /* the route's room */
 };
 
 static ws_stats_t *stats_of(ws_conn_t *c)
 {
     return &c->loop->stats[c->kind];
+}
+
+/* ---- the journal: a record per data message ---------------------------------------------------
+ */
+
+/* What the messages' records take from the handshake request (with JOURNAL on). */
+static void journal_handshake(ws_conn_t *c, notesd_req_t *r)
+{
+    h2o_req_t *req = r->req;
+    c->journal.conn_id = req->conn->id;
+    c->journal.conn_at_us =
+        (int64_t)req->conn->connected_at.tv_sec * 1000000 + req->conn->connected_at.tv_usec;
+    c->journal.route = r->route;
+    c->journal.loop = (uint8_t)r->loop->index;
+    ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
+    if (i >= 0) {
+        h2o_iovec_t v = req->headers.entries[i].value;
+        c->journal.request_id_cut = v.len > JOURNAL_REQUEST_ID_MAX;
+        c->journal.request_id_len =
+            (uint8_t)(c->journal.request_id_cut ? JOURNAL_REQUEST_ID_MAX : v.len);
+        memcpy(c->journal.request_id, v.base, c->journal.request_id_len);
+    }
+}
+
+/* One message, received whole (JOURNAL_WS_IN) or queued (JOURNAL_WS_OUT), with
+ * the handshake's connection, route, trace id and X-Request-Id. */
+static void journal_message(ws_conn_t *c, enum journal_kind kind, size_t len)
+{
+    struct timespec wall;
+    journal_record_t rec;
+
+    clock_gettime(CLOCK_REALTIME, &wall);
+    memset(&rec, 0, sizeof(rec));
+    rec.kind = (uint8_t)kind;
+    rec.loop = c->journal.loop;
+    rec.conn_id = c->journal.conn_id;
+    rec.conn_at_us = c->journal.conn_at_us;
+    rec.arrived_us = rec.started_us = rec.ended_us =
+        (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000;
+    rec.proto = JOURNAL_H1;
+    rec.method = 0; /* the handshake's GET */
+    rec.route = c->journal.route;
+    rec.status = 101;
+    if (kind == JOURNAL_WS_IN)
+        rec.bytes_in = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+    else
+        rec.bytes_out = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+    if (c->traced)
+        rec.trace_hi = c->trace.trace_hi, rec.trace_lo = c->trace.trace_lo;
+    rec.request_id_len = c->journal.request_id_len;
+    rec.request_id_cut = c->journal.request_id_cut;
+    memcpy(rec.request_id, c->journal.request_id, rec.request_id_len);
+    journal_add(c->loop->journal, &rec);
 }
 
 /* The one writer of c->state: asserts the edge, keeps the open gauge and
@@ -154,18 +216,34 @@ static void log_closed(ws_conn_t *c, double seconds)
               c->traced ? ", trace=" : "", c->traced ? (int)sizeof(id) : 0, id);
 }
 
-/* Closes the socket and frees the connection; only at the end of an entry point. */
+/* On the turn after release: the memory. */
+static void on_released(timer_entry_t *entry)
+{
+    ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, deadline, entry);
+    if (c->ctx != NULL)
+        wslay_event_context_free(c->ctx);
+    free(c->msg);
+    free(c->wbuf);
+    free(c);
+}
+
+/* Ends the connection now: closes the socket, counts the close, tells the
+ * route, leaves the loop's list; frees it on the loop's next turn. Once. */
 static void release(ws_conn_t *c)
 {
     enum ws_state was = c->state;
     ws_stats_t *st = stats_of(c);
 
+    if (was == WS_CLOSED)
+        return;
     decide(c, WS_CLOSE_ABNORMAL);
     ws_set_state(c, WS_CLOSED);
     if (c->h->on_close != NULL)
         c->h->on_close(c);
-    if (c->sock != NULL)
+    if (c->sock != NULL) {
         h2o_socket_close(c->sock);
+        c->sock = NULL;
+    }
     if (was != WS_HANDSHAKE) {
         double seconds = (double)(stats_now_ns() - c->opened_ns) / 1e9;
         STAT_ADD(st->closes[c->reason], 1);
@@ -173,12 +251,10 @@ static void release(ws_conn_t *c)
         if (log_level_current >= LOG_DEBUG)
             log_closed(c, seconds);
     }
-    if (c->ctx != NULL)
-        wslay_event_context_free(c->ctx);
-    free(c->msg);
-    free(c->wbuf);
     h2o_linklist_unlink(&c->link);
-    free(c);
+    /* ws_set_state(WS_CLOSED) took the deadline off the timers: it frees the memory now */
+    c->deadline.cb = on_released;
+    timers_defer(c->loop->timers, &c->deadline);
 }
 
 /* Starts the close: nothing more is read or queued. A close of ours goes
@@ -462,6 +538,8 @@ static void on_wslay_message(wslay_event_context_ptr ctx,
     c->messages_in++;
     STAT_ADD(st->messages_in, 1);
     STAT_ADD(st->bytes_in, c->msg_len);
+    if (c->loop->journal != NULL)
+        journal_message(c, JOURNAL_WS_IN, c->msg_len);
     if (c->limits.max_messages != 0 && c->messages_in > c->limits.max_messages)
         ws_close(c, WS_CLOSE_MESSAGE_LIMIT);
     else if (c->h->on_message != NULL)
@@ -644,6 +722,8 @@ int ws_accept(notesd_req_t *r, ws_loop_t *w, enum ws_kind kind, const request_ws
 
     ws_conn_t *c = conn_new(w, kind, limits, h, data, data_size);
     c->traced = (uint8_t)request_trace(r, &c->trace);
+    if (w->journal != NULL)
+        journal_handshake(c, r);
 
     char *accept = h2o_mem_alloc_pool(&req->pool, 28);
     ws_accept_key(key.base, accept);
@@ -659,11 +739,12 @@ int ws_accept(notesd_req_t *r, ws_loop_t *w, enum ws_kind kind, const request_ws
 
 /* ---- what routes call ------------------------------------------------------------------------ */
 
-void ws_loop_init(ws_loop_t *w, timers_t *timers)
+void ws_loop_init(ws_loop_t *w, timers_t *timers, journal_t *journal)
 {
     memset(w, 0, sizeof(*w));
     h2o_linklist_init_anchor(&w->conns);
     w->timers = timers;
+    w->journal = journal;
     for (size_t k = 0; k < WS_KIND__COUNT; k++)
         histogram_init(&w->stats[k].lifetime, lifetime_bounds,
                        sizeof(lifetime_bounds) / sizeof(lifetime_bounds[0]));
@@ -694,6 +775,8 @@ int ws_send(ws_conn_t *c, int binary, const void *msg, size_t len)
     ws_stats_t *st = stats_of(c);
     STAT_ADD(st->messages_out, 1);
     STAT_ADD(st->bytes_out, len);
+    if (c->loop->journal != NULL)
+        journal_message(c, JOURNAL_WS_OUT, len);
     return 0;
 }
 

@@ -93,6 +93,7 @@ typedef struct ws_loop {
     h2o_linklist_t conns;        /* every ws_conn_t not yet closed, for the shutdown */
     size_t open[WS_KIND__COUNT]; /* of them, those past the handshake (a gauge) */
     timers_t *timers;            /* the loop's: idle and close deadlines, routes' schedules */
+    journal_t *journal;          /* the loop's request journal (a record per message); NULL: off */
     int shutting_down;           /* 1 after ws_shutdown: new handshakes get 503 */
     ws_stats_t stats[WS_KIND__COUNT];
 } ws_loop_t;
@@ -110,8 +111,8 @@ typedef struct ws_handlers {
     void (*on_close)(ws_conn_t *c); /* the last call: nothing may refer to c afterwards */
 } ws_handlers_t;
 
-/* In loops_init, before any thread starts. */
-void ws_loop_init(ws_loop_t *w, timers_t *timers);
+/* In loops_init, before any thread starts; `journal` NULL when JOURNAL is off. */
+void ws_loop_init(ws_loop_t *w, timers_t *timers, journal_t *journal);
 
 /* Answers a GET to a WebSocket route: a valid RFC 6455 handshake over
  * HTTP/1.1 gets 101 and a connection with `limits` (copied), driven by `h`,

@@ -15,7 +15,8 @@ import h2.config
 import h2.connection
 import h2.events
 
-from notes_testlib import (Notesd, ServerTestCase, create_database, main, request)
+from notes_testlib import (Notesd, ServerTestCase, create_database, main, poll, request)
+from ws_client import WebSocket
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
 TRACE = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -162,6 +163,33 @@ class JournalTest(ServerTestCase):
                 self.assertLessEqual(r["conn_at_us"], r["arrived_us"])
                 self.assertLessEqual(r["arrived_us"], r["started_us"])
                 self.assertLessEqual(r["started_us"], r["ended_us"])
+
+    def test_websocket_messages_have_records_of_their_own(self):
+        """A WebSocket's handshake is one request (101); then every data message it
+        receives (ws_in) and sends (ws_out) is a record, on the handshake's
+        connection and route, with its X-Request-Id and payload size."""
+        since = 0
+        while True:
+            got, _, nxt = page(self.server, since, 1000)
+            if not got:
+                break
+            since = nxt
+        ws = WebSocket(self.port, "/ws/echo", headers={"X-Request-Id": "ws-1"})
+        for text in ("a", "bb", "ccc"):
+            ws.send(text.encode())
+            self.assertEqual(ws.recv()[1], text.encode())
+        ws.close()
+        poll(lambda: len(page(self.server, since, 1000)[0]) >= 7, what="the seven records")
+        records = page(self.server, since, 1000)[0]
+        mine = [r for r in records if r.get("request_id") == "ws-1"]
+        kinds = [(r["kind"], r["bytes_in"], r["bytes_out"]) for r in mine]
+        self.assertEqual(kinds, [("http", 0, 0), ("ws_in", 1, 0), ("ws_out", 0, 1),
+                                 ("ws_in", 2, 0), ("ws_out", 0, 2), ("ws_in", 3, 0),
+                                 ("ws_out", 0, 3)])
+        self.assertEqual({r["conn"] for r in mine}, {mine[0]["conn"]})
+        self.assertEqual({r["route"] for r in mine}, {"/ws/echo"})
+        self.assertEqual(mine[0]["status"], 101)
+        self.assertEqual([r["seq"] for r in mine], sorted(r["seq"] for r in mine))
 
     def test_the_metrics_port_and_bad_pages(self):
         for path in ("/journal?loop=1", "/journal?limit=0", "/journal?limit=5001",

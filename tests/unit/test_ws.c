@@ -440,7 +440,7 @@ int main(void)
     loop = h2o_evloop_create();
     if (timers_start(&timers, loop) != 0)
         abort();
-    ws_loop_init(&wsl, &timers);
+    ws_loop_init(&wsl, &timers, NULL);
     CHECK_RUN(an_echo_comes_back_whole);
     CHECK_RUN(forbidden_control_frames_close_1002_counted_as_protocol_errors);
     CHECK_RUN(a_declared_length_past_the_limits_closes_1009_from_the_header_alone);

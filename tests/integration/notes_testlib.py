@@ -97,6 +97,20 @@ def free_port_in(lo, hi):
     raise AssertionError(f"no free port in {lo}..{hi}")
 
 
+def slack(port, samples=5, factor=20):
+    """The allowance an upper bound on a time adds for how busy the machine is now,
+    measured in the calling test: `factor` times the slowest of `samples` GET /status
+    round trips to notesd on `port` (a few ms idle, far more under load). A bound written
+    `limit + slack(port)` is as strict as `limit` on an idle machine and widens itself on
+    a busy one; a lower bound (no answer before its delay) needs none."""
+    worst = 0.0
+    for _ in range(samples):
+        start = time.monotonic()
+        request(port, "GET", "/status")
+        worst = max(worst, time.monotonic() - start)
+    return factor * worst
+
+
 def poll(predicate, timeout=15.0, what="condition"):
     """Polls `predicate` until it returns a true value or `timeout` passes."""
     deadline = time.monotonic() + timeout

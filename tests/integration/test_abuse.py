@@ -49,13 +49,20 @@ SLOW = 10 if SANITIZED else 1
 US_PER_RESET_STREAM = 60 * SLOW          # measured about 5 (/notes/1) and 7 (/delay)
 US_PER_FRAME = 20 * SLOW                 # measured under 1 (PING, SETTINGS)
 US_PER_CONTINUATION = 60 * SLOW          # a 1 KB CONTINUATION frame
-BYSTANDER_MAX_MS = 1000 * SLOW           # slowest answer to the well-behaved client
+# "Not starved" is judged against a control measured at the same moment: a second bystander
+# asks a twin notesd that nobody abuses. A busy machine slows both alike; an abuse that
+# starved the event loop leaves its bystander with a small share of the control's answers.
+# (A fixed bound on the slowest answer broke on busy machines: one answer took 1.0-2.9 s
+# there while every other was answered in milliseconds; the slowest is printed instead.)
+SERVED_SHARE = 0.5                       # abused bystander's answers / the control's, at least
 CLIENT_TIMEOUT_MS = 3000                 # how long a slow sender may keep its connection
 
 BYSTANDER = r"""
 import http.client, json, select, sys, time
 port = int(sys.argv[1])
 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+conn.request("GET", "/notes/1")          # connected and answered before the abuse begins
+conn.getresponse().read()
 lat, bad = [], []
 print("ready", flush=True)
 while not select.select([sys.stdin], [], [], 0.02)[0]:
@@ -170,11 +177,14 @@ class AbuseTest(unittest.TestCase):
         cls.db_url = create_database("abuse")
         cls.server = Notesd(cls.db_url, ["--h2c"], env={"CLIENT_TIMEOUT_MS": str(CLIENT_TIMEOUT_MS)})
         cls.pid = cls.server.proc.pid
+        cls.twin = Notesd(cls.db_url)      # the control bystander's server, never abused
 
     @classmethod
     def tearDownClass(cls):
         code = cls.server.stop()
         assert code == 0, f"notesd exited with {code}: {cls.server.output}"
+        code = cls.twin.stop()
+        assert code == 0, f"the twin notesd exited with {code}: {cls.twin.output}"
 
     def measure(self, what, units, abuse):
         """Runs abuse() (which returns the units it really sent, or None for `units`)
@@ -182,12 +192,12 @@ class AbuseTest(unittest.TestCase):
         of figures, also printed."""
         metrics0 = self.server.metrics()
         cpu0, rss0, _ = proc_stat(self.pid)
-        bystander = Bystander(self.server.port)
+        bystander, control = Bystander(self.server.port), Bystander(self.twin.port)
         t0 = time.monotonic()
         sent = abuse()
         seconds = time.monotonic() - t0
         time.sleep(0.3)                    # what the server still had to read
-        seen = bystander.finish()
+        seen, calm = bystander.finish(), control.finish()
         cpu1, rss1, _ = proc_stat(self.pid)
         sent = units if sent is None else sent
         fig = {"units": sent, "seconds": seconds, "cpu_us_per_unit": 1e6 * (cpu1 - cpu0) / max(sent, 1),
@@ -195,10 +205,12 @@ class AbuseTest(unittest.TestCase):
                "metrics_before": metrics0, "metrics_after": self.server.metrics()}
         print(f"  figure: {what}: {sent} units in {seconds:.2f} s, server CPU {fig['cpu_us_per_unit']:.1f} µs "
               f"per unit, RSS {rss0 / 2**20:.1f} -> {rss1 / 2**20:.1f} MiB; bystander {seen['n']} requests, "
-              f"slowest {seen['max_ms']:.1f} ms", flush=True)
+              f"slowest {seen['max_ms']:.1f} ms; control {calm['n']} requests, slowest "
+              f"{calm['max_ms']:.1f} ms", flush=True)
         self.assertGreater(seen["n"], 0)
-        self.assertEqual(seen["bad"], [], what)
-        self.assertLess(seen["max_ms"], BYSTANDER_MAX_MS, what)
+        self.assertEqual(seen["bad"], [], what)                       # served
+        self.assertEqual(calm["bad"], [], what)
+        self.assertGreaterEqual(seen["n"], SERVED_SHARE * calm["n"], what)   # not starved
         self.assertEqual(self.server.proc.poll(), None, f"notesd exited during {what}")
         return fig
 

@@ -14,7 +14,7 @@ import unittest
 
 from notes_testlib import (TAGS, SEED_BODY, Notesd, table_state, create_database, db_connect,
                            direct_only, expected_list, expected_note, js_json, main, raw_request,
-                           request)
+                           request, slack)
 
 JSON_CT = "application/json; charset=utf-8"
 
@@ -287,7 +287,7 @@ class KnownLatencyAndTimingTest(unittest.TestCase):
                 (status, headers, body), took = self.timed(f"/delay/{ms}")
                 self.assertEqual((status, body), (200, f'{{"delay_ms":{ms}}}'.encode()))
                 self.assertGreaterEqual(took, ms / 1000)
-                self.assertLess(took, ms / 1000 + 0.05)
+                self.assertLess(took, ms / 1000 + 0.05 + slack(self.port))
 
     @direct_only("times the answers, and the proxy adds time of its own")
     def test_delays_overlap_instead_of_queueing(self):
@@ -299,14 +299,15 @@ class KnownLatencyAndTimingTest(unittest.TestCase):
             t.start()
         for t in threads:
             t.join()
-        self.assertLess(time.monotonic() - start, 0.6)
+        took = time.monotonic() - start
+        self.assertLess(took, 0.6 + slack(self.port))   # in a queue: 4 s
         self.assertEqual([r[0][0] for r in results], [200] * 20)
 
     @direct_only("times the answers, and the proxy adds time of its own")
     def test_jitter_is_uniform_around_the_delay(self):
         took = sorted(self.timed("/delay/60?jitter=40")[1] for _ in range(40))
         self.assertGreaterEqual(took[0], 0.020)
-        self.assertLess(took[-1], 0.100 + 0.05)
+        self.assertLess(took[-1], 0.100 + 0.05 + slack(self.port))
         self.assertGreater(took[-1] - took[0], 0.030, "jitter should spread the answers")
 
     def test_delay_rejects_bad_values(self):

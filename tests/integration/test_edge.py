@@ -16,7 +16,7 @@ import time
 import unittest
 
 from notes_testlib import (SANITIZED, Notesd, create_database, db_connect, main, poll, proc_stat,
-                           request)
+                           request, slack)
 from test_edges import body_of
 from test_fixture import make_certificate
 from test_metrics import parse, value
@@ -324,6 +324,7 @@ class ShutdownTest(unittest.TestCase):
     def test_sigterm_with_a_delay_in_flight_exits_right_after_it(self):
         server = Notesd(self.db_url)
         s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        allowance = slack(server.port)
         s.sendall(b"GET /delay/200 HTTP/1.1\r\nHost: x\r\n\r\n")
         poll(lambda: value(parse(server.metrics()), "http_requests_in_flight") == 1,
              what="the delay in flight")
@@ -335,7 +336,7 @@ class ShutdownTest(unittest.TestCase):
         figure(f"SIGTERM with /delay/200 in flight: exit {code} after {took:.3f} s")
         self.assertEqual(code, 0, server.output)
         self.assertTrue(answer.startswith(b"HTTP/1.1 200 "), answer)
-        self.assertLess(took, 0.6 if not SANITIZED else 1.0)
+        self.assertLess(took, (0.6 if not SANITIZED else 1.0) + allowance)
 
     def test_three_loops_finish_their_in_flight_work_and_exit_0(self):
         server = Notesd(self.db_url, env={"THREADS": "3", "POOL_MAX": "3"})
@@ -586,7 +587,8 @@ class PrimesLimitTest(unittest.TestCase):
             self.assertEqual((status, body), (200, b'{"below":1000000,"count":78498}'))
             self.assertEqual(request(server.port, "GET", "/primes?below=1000001")[0], 400)
             figure(f"/primes?below=1000000 (the default PRIMES_MAX): {took:.3f} s")
-            self.assertLess(took, 2.0)  # about 0.13 s on an idle 2-core VM; generous for load
+            # about 0.13 s on an idle 2-core VM
+            self.assertLess(took, 2.0 + slack(server.port))
         finally:
             self.assertEqual(server.stop(), 0, server.output)
 

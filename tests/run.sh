@@ -5,6 +5,11 @@
 #   3. builds with ASan+UBSan and runs the server's unit and integration tests again;
 #   4. builds with ThreadSanitizer (clang) and runs the multi-loop tests: no data race;
 #   5. builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 20).
+# Steps 3 to 5 run one after the other in the background while step 2's tests run,
+# TEST_JOBS (default twice the cores) at a time; step 2's `serial` tests (timing
+# verdicts: k6's open model, bench --compare) run last, alone. Every test has its own
+# database (copied from a seeded template) and ports the kernel picks, which is what
+# lets them share the machine; tests/README.md ("Running in parallel") says more.
 # It ends with one line: "N passed, M failed, K skipped" over all suites (the
 # ThreadSanitizer and fuzzing ones included); a test that skipped (exit 77:
 # valgrind under ASan, a missing tool) is not a pass.
@@ -15,9 +20,9 @@
 #                          the docker/ and load-tool tests (loadtests/, and the
 #                          integration suites verify, harness and harness_peers, which drive the
 #                          load tools end to end): the style, unit and server
-#                          integration tests of the strict build, once. About two
-#                          minutes on an idle 2-core machine once the build is
-#                          there (three with other builds running); the full run
+#                          integration tests of the strict build, once, TEST_JOBS at
+#                          a time. About a minute and a half on an idle 2-core
+#                          machine once the build is there; the full run
 #                          above is what CI and the README run.
 set -euo pipefail
 
@@ -54,8 +59,7 @@ run_tests() {
   shift 2
   echo "== $name: testing"
   local log="$dir/ctest-$(tr -c 'a-zA-Z0-9\n' '-' <<<"$name" | head -c 40).log" rc=0
-  (cd "$dir" && ctest --output-on-failure --timeout 600 "$@") >"$log" 2>&1 || rc=$?
-  cat "$log"
+  (cd "$dir" && ctest --output-on-failure --timeout 600 "$@") 2>&1 | tee "$log" || rc=$?
   # "100% tests passed, 0 tests failed out of 12"
   local line passed=0 failed=0 skipped=0 bad=0
   line="$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1 || true)"

@@ -21,7 +21,7 @@ import tempfile
 import threading
 import unittest
 
-from notes_testlib import (REPO, Notesd, create_database, main, poll, request)
+from notes_testlib import (REPO, Notesd, create_database, db_connect, main, poll, request)
 from ws_client import WebSocket
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -140,7 +140,7 @@ class DashboardTest(unittest.TestCase):
     def setUpClass(cls):
         if not os.path.exists(CHROMIUM):
             raise unittest.SkipTest("no chromium (apt-get install chromium)")
-        cls.server = Notesd(create_database("dashboard"), env={"POOL_MAX": "4"})
+        cls.server = Notesd(create_database("dashboard"), env={"POOL_MAX": "4", "QUERY_TIMEOUT_MS": "2000"})
         cls.origin = f"http://127.0.0.1:{cls.server.metrics_port}"
 
     @classmethod
@@ -168,7 +168,7 @@ class DashboardTest(unittest.TestCase):
     def test_the_page_in_chromium_moves_with_a_load(self):
         browser = Browser()
         stop = threading.Event()
-        sockets = []
+        sockets, locker = [], None
         try:
             for domain in ("Page", "Runtime", "Log", "Network"):
                 browser.call(f"{domain}.enable")
@@ -191,6 +191,17 @@ class DashboardTest(unittest.TestCase):
             workers = [threading.Thread(target=load, args=(paths,), daemon=True) for paths in
                        (["/notes?tag=js", "/json"], ["/notes/7", "/notes?tag=perf"],
                         ["/notes?tag=ts"], ["/notes/1234"])]
+            # A pool connection in use at every poll, not only by chance: a PUT waits on a
+            # row this test holds locked, until its query deadline (504), and again.
+            locker = db_connect("dashboard")
+            locker.autocommit = False
+            locker.cursor().execute("select id from notes where id = 5 for update")
+
+            def held():
+                while not stop.is_set():
+                    request(self.server.port, "PUT", "/notes/5",
+                            body={"title": "t", "body": "b", "tag": "js"})
+            workers.append(threading.Thread(target=held, daemon=True))
             for w in workers:
                 w.start()
             sockets = [WebSocket(self.server.port, "/ws/echo") for _ in range(2)]
@@ -227,6 +238,9 @@ class DashboardTest(unittest.TestCase):
             self.assertEqual(fetched, {self.origin + "/dashboard", self.origin + "/metrics"})
         finally:
             stop.set()
+            if locker is not None:
+                locker.rollback()
+                locker.close()
             for s in sockets:
                 s.close()
             browser.close()

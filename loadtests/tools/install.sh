@@ -43,7 +43,7 @@ npm_tools_present() {
 
 install_npm() {
   command -v npm >/dev/null || { echo "install.sh: npm not found (apt-get install -y npm)" >&2; exit 1; }
-  (cd "$here" && npm ci --ignore-scripts --no-audit --no-fund)
+  (cd "$here" && npm ci --ignore-scripts --no-audit --no-fund --prefer-offline)
   for tool in "${tools[@]}"; do
     printf '%-10s %s\n' "$tool" "$here/node_modules/.bin/$tool"
   done

@@ -17,7 +17,7 @@ if ! command -v npm >/dev/null; then
   echo "install.sh: npm not found (apt-get install -y npm): skipping" >&2
   exit 77
 fi
-if ! npm ci --ignore-scripts --no-audit --no-fund >&2; then
+if ! npm ci --ignore-scripts --no-audit --no-fund --prefer-offline >&2; then
   echo "install.sh: npm ci failed (is the npm registry reachable?): skipping" >&2
   exit 77
 fi

@@ -13,6 +13,7 @@ The database is a private sql/localdb.sh instance in a temporary directory
 (NOTESD_PGDATA, NOTESD_PGPORT), never the developer's .localdb; it is stopped and
 removed at the end.
 """
+import gzip
 import json
 import os
 import shutil
@@ -54,7 +55,8 @@ class HarnessTest(unittest.TestCase):
                         "NOTESD_BIN": BIN, "ASAN_OPTIONS": "detect_leaks=0"})
         argv = [os.path.join(REPO, "loadtests", "run.sh"), *cls.TARGETS, "--tool", "wrk", "--rounds", "1",
                 "--modes", ",".join(cls.MODES),
-                "--duration", "2s", "--vus", str(VUS), "--pause", "0", "--warmup", "0", "--out", cls.out]
+                "--duration", "2s", "--vus", str(VUS), "--pause", "0", "--warmup", "0", "--out", cls.out,
+                "--journal"]
         t0 = time.monotonic()
         proc = subprocess.Popen(argv, env=cls.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
@@ -142,6 +144,33 @@ class HarnessTest(unittest.TestCase):
                 self.assertLessEqual(r["difference"], VUS)
                 with open(os.path.join(t["dir"], "reconcile.txt")) as f:
                     self.assertIn("RESULT OK", f.read())
+
+    def test_journal_beside_each_notesd_test_and_the_arrivals_chart(self):
+        """run.sh --journal: every request of a notesd test is in its journal.ndjson.gz,
+        none lost, and the report charts the arrivals per second."""
+        notesd_tests = [t for t in self.summary()["tests"] if t["target"] == "notesd"]
+        self.assertEqual(len(notesd_tests), len(self.MODES))
+        for t in notesd_tests:
+            with self.subTest(mode=t["mode"]):
+                j = t["journal"]
+                with gzip.open(os.path.join(t["dir"], j["file"]), "rt") as f:
+                    lines = [json.loads(line) for line in f]
+                self.assertEqual((j["lost"], j["errors"], len(lines)), (0, [], j["records"]))
+                server = t["reconcile"]["server"]
+                # what the server counted is all there; at most the requests that were in
+                # flight at the closing scrape come after it
+                self.assertGreaterEqual(j["records"], server)
+                self.assertLessEqual(j["records"], server + VUS)
+                self.assertEqual(sum(j["arrivals_per_s"]), j["records"])
+                self.assertEqual({r["kind"] for r in lines}, {"http"})
+        for t in self.summary()["tests"]:
+            if t["target"] != "notesd":
+                self.assertNotIn("journal", t)
+        with open(os.path.join(self.out, "arrivals.svg")) as f:
+            svg = f.read()
+        self.assertIn("Arrivals per second", svg)
+        with open(os.path.join(self.out, "report.md")) as f:
+            self.assertIn("(arrivals.svg)", f.read())
 
     def test_startup_and_window_figures_recorded(self):
         s = self.summary()

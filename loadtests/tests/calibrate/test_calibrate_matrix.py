@@ -174,6 +174,54 @@ class Omission(unittest.TestCase):
         self.assertIn("the tool sent nothing", rec["detail"])
 
 
+def schedule_run(arrivals_us, rate=200.0, lost=0):
+    """A schedule run as schedule_run() returns it, from arrival times in µs."""
+    from loadlib import journal
+    r = run(len(arrivals_us), rate=rate)
+    r["journal"] = {"records": len(arrivals_us), "lost": lost,
+                    "schedule": journal.schedule(arrivals_us, rate, poisson=True),
+                    "connections": {"connections": 10, "per_connection_median": 100}}
+    return r
+
+
+class Schedule(unittest.TestCase):
+    T0 = 1_800_000_000_000_000
+
+    def test_a_staggered_constant_rate_passes(self):
+        rec = v.judge_schedule(schedule_run([self.T0 + i * 5000 for i in range(1000)]))
+        self.assertEqual((rec["verdict"], rec["error"]), (v.PASS, 0.0))
+
+    def test_connections_in_lockstep_are_bursts(self):
+        # 200/s as ten requests at once every 50 ms: every window on rate, CV about 3
+        burst = [self.T0 + (i // 10) * 50_000 + i % 10 for i in range(1000)]
+        rec = v.judge_schedule(schedule_run(burst))
+        self.assertEqual(rec["verdict"], v.WARN)
+        self.assertIn("CV", rec["detail"])
+
+    def test_a_half_second_pause_fails_on_gap_and_windows(self):
+        gap = [self.T0 + i * 5000 for i in range(1000) if not 200 <= i < 700]
+        rec = v.judge_schedule(schedule_run(gap))
+        self.assertEqual(rec["verdict"], v.FAIL)
+
+    def test_a_slow_tool_is_judged_on_its_rate(self):
+        slow = [self.T0 + i * 5800 for i in range(860)]          # 172/s of 200
+        self.assertEqual(v.judge_schedule(schedule_run(slow))["verdict"], v.WARN)
+
+    def test_a_lost_record_is_a_warning_not_a_verdict(self):
+        rec = v.judge_schedule(schedule_run([self.T0 + i * 5000 for i in range(1000)], lost=3))
+        self.assertEqual(rec["verdict"], v.WARN)
+
+    def test_the_scorecard_section(self):
+        data = Scorecard().data()
+        runs = schedule_run([self.T0 + i * 5000 for i in range(1000)])
+        data["tools"][0]["checks"]["schedule"] = v.judge_schedule(runs)
+        data["tools"][0]["runs"]["schedule"] = runs
+        text = sc.markdown(data)
+        self.assertIn("## 8. Schedule", text)
+        self.assertIn("| hey | -q per worker | 200 | 200.0 (+0.0%) | 100% | 200–200 | 5.0 | 0.00 |",
+                      text)
+
+
 class Specs(unittest.TestCase):
     def test_count_only_tools_get_a_count(self):
         spec = m.spec_for(curl, "http://127.0.0.1:1/json", 10, 3, count_rps=1500)

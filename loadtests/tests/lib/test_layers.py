@@ -75,18 +75,20 @@ OURS = {"loadlib", "tests"}
 LAYERS = [
     {"paths", "httpc"},
     {"prom", "netcheck", "procs", "pg", "pgbench", "mixes", "report", "charts", "cli", "tools.base",
-     "tools._npm"},
+     "tools._npm", "journal"},
     # adapters that a command or another adapter imports by name: on tools.base
     {"quantile", "openmetrics", "tools.wrk", "tools.k6", "tools.locust", "tools.artillery", "netns", "server", "database",
      "tools.ws_base"},
     {"sampler", "tools.run", "tools.locust_distributed", "stats"},
     {"tools.ws_run"},
     # the commands' parts, in the order they build on each other
-    {"commands.harness.figures", "commands.bench.figures", "commands.calibrate.report",
-     "commands.calibrate.runs", "commands.calibrate.scorecard", "commands.calibrate.target",
+    {"commands.harness.figures", "commands.harness.arrivals", "commands.bench.figures",
+     "commands.calibrate.report",
+     "commands.calibrate.runs", "commands.calibrate.target",
      "commands.calibrate.verdicts", "commands.reconcile.client", "commands.verify.js"},
     {"commands.harness.report", "commands.bench.report", "commands.bench.subjects",
      "commands.calibrate.matrix", "commands.verify.target", "commands.calibrate.ws",
+     "commands.calibrate.scorecard",
      "commands.bench.headline", "commands.bench.compare_report"},
     {"commands.harness.analyze", "commands.bench.runs", "commands.bench.setup",
      "commands.bench.revisions", "commands.calibrate.protocols", "commands.verify.api",

@@ -22,6 +22,10 @@ the measured error, and the evidence that says whose figure is right.
                  tool's p99 show the stalls or hide them (coordinated omission)?
  7. protocols    the counts and latency checks again over HTTP/2 with TLS and h2c, for
                  the tools that speak HTTP/2.
+ 8. schedule     GET /json at a rate, for the tools that claim one (RATE_OPTIONS): the
+                 arrival times notesd's request journal recorded (loadlib/journal.py)
+                 against the rate asked for, per 100 ms window, and the longest gap;
+                 the connections the tool used.
 
 The matrix is split by what each part owns: this module runs checks 1-6, each
 tool's runs on one notesd (run_tools(), plain data) with the lengths, loads and
@@ -35,11 +39,11 @@ import tempfile
 import threading
 import time
 
-from loadlib import procs, prom, server as srv
+from loadlib import journal, procs, prom, server as srv
 from loadlib.commands.calibrate.target import Target, lacking, server_features, server_view
 from loadlib.commands.calibrate.verdicts import (
     RATE_OPTIONS, judge_connections, judge_counts, judge_errors, judge_latency, judge_omission,
-    judge_overhead, skipped)
+    judge_overhead, judge_schedule, skipped)
 from loadlib.report import logger
 from loadlib.tools import run as toolrun
 from loadlib.tools.base import RunSpec
@@ -81,6 +85,14 @@ LATENCY_SERVER_LATE_MS = 1.0
 OMISSION_STALL_MS = 200
 OMISSION_EVERY_MS = 1000
 OMISSION_RATE = 200.0
+# The schedule run: a rate well inside every tool's reach on this machine (so a gap is the
+# tool's, not the server's), 20 arrivals per 100 ms window, for long enough to have 40
+# windows after the first and last are trimmed. The journal's ring holds more than any
+# run of the matrix sends between two reads of it.
+SCHEDULE_RATE = 200.0
+SCHEDULE_SECONDS = 5
+SCHEDULE_CONNECTIONS = 10
+JOURNAL_RECORDS = 50000
 
 log = logger("calibrate")
 
@@ -228,14 +240,34 @@ def run_checks(name, adapter, target, features, smoke):
         checks["omission"] = judge_omission(
             go("omission", PATHS["omission"], rate=rate,
                during=start_stalls(SECONDS["omission"])), name)
+    if name in RATE_OPTIONS:
+        why = lacking(features, "journal")
+        checks["schedule"] = skipped("schedule", why) if why else judge_schedule(
+            schedule_run(name, adapter, target, runs))
     return checks, runs
+
+
+def schedule_run(name, adapter, target, runs):
+    """Check 8's run: the tool at SCHEDULE_RATE, and what the journal saw of it."""
+    since = journal.read(target.metrics_port)[2]
+    spec = spec_for(adapter, target.url("/json"), SCHEDULE_CONNECTIONS, SCHEDULE_SECONDS,
+                    rate=SCHEDULE_RATE)
+    log(f"{name}: schedule (/json, c={spec.connections}, {SCHEDULE_RATE:g}/s)")
+    run = runs["schedule"] = measure(adapter, spec, target, "/json")
+    records, lost, _ = journal.read(target.metrics_port, since)
+    records = journal.of_kind(records, route="/json")
+    run["journal"] = {"records": len(records), "lost": lost,
+                      "schedule": journal.schedule([r["started_us"] for r in records],
+                                                   SCHEDULE_RATE, poisson=True),
+                      "connections": journal.connections(records)}
+    return run
 
 
 def run_tools(data, chosen, notesd, pin, smoke):
     """Checks 1-6 of every chosen tool ([(name, adapter or None, why)], selected()'s) on
     one notesd, into `data`: its "features" and "server_timing", and one row per tool
     in data["tools"] with the tool's "checks" (records) and "runs" (raw runs)."""
-    target = Target(notesd, pin)
+    target = Target(notesd, pin, journal=JOURNAL_RECORDS)
     try:
         data["features"] = features = server_features(notesd, target)
         data["server_timing"] = srv.server_timing_samples(target.url(""), "/delay/50", 10)

@@ -7,11 +7,12 @@ import os
 
 from loadlib import charts, report
 from loadlib.quantile import median
+from loadlib.commands.calibrate.verdicts import RATE_OPTIONS
 
 TITLES = {"counts": "1. Counts", "latency": "2. Known latency", "errors": "3. Error accounting",
           "connections": "4. Connections", "overhead": "5. Overhead and ceiling",
-          "omission": "6. Coordinated omission"}
-ORDER = ("counts", "latency", "errors", "connections", "overhead", "omission")
+          "omission": "6. Coordinated omission", "schedule": "8. Schedule"}
+ORDER = ("counts", "latency", "errors", "connections", "overhead", "omission", "schedule")
 CHART_LATENCY = "latency-error.svg"
 CHART_CPU = "cpu-per-request.svg"
 # num(figure, digits, signed=False): report.fmt_fixed with the scorecard's word for a
@@ -223,6 +224,41 @@ def section_omission(data):
                            rows))
 
 
+def section_schedule(data):
+    rows = []
+    for t, rec, _ in runs_of(data, "schedule"):
+        if rec["verdict"] == "SKIP":
+            rows.append([t["tool"]] + [""] * 9 + [f"SKIP ({rec['detail']})"])
+            continue
+        f = rec["figures"]
+        j = f.get("journal") or {}
+        s, c = j.get("schedule") or {}, j.get("connections") or {}
+        rows.append([t["tool"], RATE_OPTIONS.get(t["tool"], ""), num(f.get("rate"), 0),
+                     f"{num(s.get('achieved_rate'), 1)} ({num(rec.get('error'), 1, True)}%)"
+                     if rec.get("error") is not None else num(s.get("achieved_rate"), 1),
+                     "" if s.get("windows_on_rate") is None
+                     else f"{s['windows_on_rate'] * 100:.0f}%",
+                     f"{num(s.get('window_rate_p5'), 0)}–{num(s.get('window_rate_p95'), 0)}",
+                     num(s.get("longest_gap_ms"), 1), num(s.get("gap_cv"), 2),
+                     "" if s.get("ks_p") is None else f"{s['ks_p']:.2g}",
+                     f"{c.get('connections', '')} × {c.get('per_connection_median', '')}",
+                     rec["verdict"]])
+    return ("`GET /json` at 200/s with c=10, the rate set by each tool's own option; the arrival "
+            "times are the server's (notesd's request journal, `started_us`), 100 ms windows, "
+            "the first and last trimmed. PASS when the achieved rate is within 5% of the rate "
+            "asked, at least 90% of the windows hold within half the expected count, and no gap "
+            "is longer than 100 ms and the inter-arrival CV is at most 1 (no burstier than Poisson "
+            "arrivals); WARN within 20% and 60%; FAIL beyond "
+            "([why](README.md#the-schedule-column)). The CV is the inter-arrival "
+            "times' (0 for a metronome, 1 for Poisson arrivals), KS p the Kolmogorov-Smirnov "
+            "p-value against the exponential at the asked rate (small: not Poisson, which none of "
+            "these tools claims); connections × requests per connection (median) from the "
+            "journal too.\n\n"
+            + report.table(["tool", "rate option", "asked /s", "achieved /s (error)",
+                            "windows on rate", "window /s p5–p95", "longest gap ms", "CV",
+                            "KS p", "connections", "verdict"], rows))
+
+
 def section_protocols(data):
     rows = []
     for p in data.get("protocols", []):
@@ -295,15 +331,16 @@ def markdown(data):
              "\nA verdict's bracket holds its error: server − tool requests (counts), the worst "
              "percentile error in ms (latency), tool − server errors (errors), connections "
              "beyond c (connections), the p99's distance from the open model's in ms "
-             "(omission).\n"]
+             "(omission), the achieved rate's error in % (schedule).\n"]
     sections = {"counts": section_counts, "latency": section_latency, "errors": section_errors,
                 "connections": section_connections, "overhead": section_overhead,
-                "omission": section_omission}
+                "omission": section_omission, "schedule": section_schedule}
     for check in ORDER:
+        if check == "schedule":
+            if data.get("protocols"):                     # 7 before 8
+                parts += ["## 7. Protocols\n", section_protocols(data), ""]
         if any(t.get("checks", {}).get(check) for t in installed(data)):
             parts += [f"## {TITLES[check]}\n", sections[check](data), ""]
-    if data.get("protocols"):
-        parts += ["## 7. Protocols\n", section_protocols(data), ""]
     parts += ["## Where a tool and the server disagree\n", disagreements(data), ""]
     parts += ["## What the tools say about their own figures\n", caveats(data), ""]
     return "\n".join(parts) + "\n"

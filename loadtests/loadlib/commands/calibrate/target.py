@@ -15,13 +15,14 @@ from loadlib.server import free_port
 class Target:
     """A notesd for the matrix on free loopback ports, pinned to CPU 1 when the machine
     allows, without a database (the routes used never query one; DB_URL only has to
-    parse), with Server-Timing on. extra: more flags (TLS, h2c). stop() ends it."""
+    parse), with Server-Timing on. extra: more flags (TLS, h2c); journal: JOURNAL's
+    records per loop (0: off). stop() ends it."""
 
-    def __init__(self, notesd, pin, extra=()):
+    def __init__(self, notesd, pin, extra=(), journal=0):
         self.port, self.metrics_port = free_port(), free_port()
         self.metrics_url = f"http://127.0.0.1:{self.metrics_port}/metrics"
         env = dict(os.environ, DB_URL="postgresql://calibrate@127.0.0.1:9/unused",
-                   LOG_LEVEL="warn", SERVER_TIMING="1")
+                   LOG_LEVEL="warn", SERVER_TIMING="1", JOURNAL=str(journal))
         argv = [os.path.abspath(notesd), "--host", "127.0.0.1", "--port", str(self.port), "--metrics-host",
                 "127.0.0.1", "--metrics-port", str(self.metrics_port), *extra]
         log_path = tempfile.mktemp(prefix="calibrate-matrix-notesd-", suffix=".log")
@@ -65,12 +66,14 @@ def server_features(notesd, target):
         "stall_counters": "notes_stalls_total" in names,
         "tls": "--tls-port" in helptext,
         "h2c": "--h2c" in helptext,
+        "journal": any(n == "notes_journal_capacity" and v > 0 for n, _, v in samples),
     }
 
 
 LACKS = {"fault": "the /fault route", "stall": "the /stall route",
          "connections_counter": "notes_http_connections_accepted_total",
-         "stall_counters": "notes_stalls_total", "tls": "--tls-port", "h2c": "--h2c"}
+         "stall_counters": "notes_stalls_total", "tls": "--tls-port", "h2c": "--h2c",
+         "journal": "a request journal (JOURNAL)"}
 
 
 def lacking(features, *needed):

@@ -36,6 +36,17 @@ OVERHEAD_FULL_CORE = 0.9
 # p99 (far above a closed model's, far below the truth's sampling noise); its max
 # shows a stall when it reaches 80% of the stall's length.
 OMISSION_SHOW_SHARE = 0.5
+# Check 8, the schedule, from the journal's arrival times (calibration/README.md says why):
+# PASS when the tool sent within SCHEDULE_RATE_PASS of the rate asked for, at least
+# SCHEDULE_WINDOWS_PASS of the 100 ms windows held within half the expected count of it,
+# no gap was longer than SCHEDULE_GAP_PASS_MS (a whole window with nothing sent), and the
+# inter-arrival times varied no more than Poisson arrivals' do (CV at most 1: a tool that
+# sends in bursts, its connections in lockstep, goes beyond); WARN within the looser
+# figures; FAIL beyond.
+SCHEDULE_RATE_PASS, SCHEDULE_RATE_WARN = 0.05, 0.20
+SCHEDULE_WINDOWS_PASS, SCHEDULE_WINDOWS_WARN = 0.90, 0.60
+SCHEDULE_GAP_PASS_MS = 100.0
+SCHEDULE_CV_PASS = 1.0
 OMISSION_MAX_SHARE = 0.8
 # The adapters that turn RunSpec.rate into the tool's own rate option (see each
 # adapter's docstring); the others (ab, h2load, siege, wrk, curl) have none.
@@ -301,3 +312,31 @@ def judge_omission(run, tool):
                   " the 1% a p99 can see; " + ("its max shows the stall; " if max_shows else "")
                   + "read latency under stalls from an open-model tool", figures)
 
+
+
+def judge_schedule(run):
+    """Check 8: the arrivals the journal recorded against the rate the tool was asked for."""
+    if run["result"] is None:
+        return failed_run("schedule", run)
+    j = run["journal"]
+    s, rate = j["schedule"], run["spec"]["rate"]
+    figures = {"rate": rate, "journal": j, "tool_requests": run["result"]["requests"],
+               "server_requests": run["server"].get("requests")}
+    if j["lost"]:
+        return record("schedule", WARN, None, f"the journal lost {j['lost']} records", "",
+                      figures)
+    if s.get("achieved_rate") is None or not s.get("windows"):
+        return record("schedule", FAIL, None, f"{s['arrivals']} arrivals: too few to judge", "",
+                      figures)
+    err = s["achieved_rate"] / rate - 1
+    on, gap = s["windows_on_rate"], s["longest_gap_ms"]
+    detail = (f"{s['achieved_rate']:.1f}/s of {rate:g}/s asked ({err * 100:+.1f}%); "
+              f"{on * 100:.0f}% of 100 ms windows within half of it; longest gap {gap:.1f} ms; "
+              f"inter-arrival CV {s['gap_cv']}")
+    if abs(err) <= SCHEDULE_RATE_PASS and on >= SCHEDULE_WINDOWS_PASS and \
+            gap <= SCHEDULE_GAP_PASS_MS and (s["gap_cv"] or 0) <= SCHEDULE_CV_PASS:
+        return record("schedule", PASS, round(err * 100, 1), detail, "", figures)
+    verdict = WARN if abs(err) <= SCHEDULE_RATE_WARN and on >= SCHEDULE_WINDOWS_WARN else FAIL
+    return record("schedule", verdict, round(err * 100, 1), detail,
+                  "the journal's arrival times are the server's clock on every request; the "
+                  "tool's own rate figure is an average that hides bursts and gaps", figures)

@@ -20,6 +20,7 @@ import re
 import sys
 
 from loadlib import charts
+from loadlib.commands.harness import arrivals
 from loadlib.commands.harness.figures import analyze_test, read_json
 from loadlib.commands.harness.report import MODE_LABELS, TARGET_NAMES, Figures, render_report
 from loadlib.quantile import median
@@ -157,6 +158,7 @@ def analyze(out_dir):
         f.write("\n")
 
     write_charts(out_dir, targets, modes, labels, medians, config)
+    config["arrivals_chart"] = arrivals.write_chart(out_dir, tests, MODE_LABELS)
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write(render_report(Figures(config, targets, modes, labels, medians, tests, starts, totals, failed,
                                       problems)))

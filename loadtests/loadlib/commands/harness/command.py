@@ -14,7 +14,7 @@ import sys
 import time
 
 from loadlib import cli, openmetrics, pg, procs, server
-from loadlib.commands.harness import analyze
+from loadlib.commands.harness import analyze, arrivals
 from loadlib.database import LocalDatabase
 from loadlib.netcheck import db_hosts, remote_db_hosts
 from loadlib.procs import loadavg, machine_info
@@ -68,6 +68,10 @@ def parse_args(argv):
     ap.add_argument("--out", help="results directory (default loadtests/results/<UTC timestamp>/)")
     ap.add_argument("--allow-remote-db", action="store_true",
                     help="accept a DB_URL whose host is not on this machine (its notes table is dropped and reseeded)")
+    ap.add_argument("--journal", action="store_true",
+                    help="notesd keeps a request journal; each notesd test's records go to "
+                         "journal.ndjson.gz beside its summary, and the report charts arrivals "
+                         "per second (loadlib/commands/harness/arrivals.py)")
     ap.add_argument("--tool", choices=("auto", "k6", "wrk"), default="auto",
                     help="load tool: k6 when K6 names one or it is on PATH, else wrk (default auto)")
     a = ap.parse_args(argv)
@@ -145,13 +149,15 @@ def pinning():
     return (1, 0) if procs.can_pin((0, 1)) else (None, None)
 
 
-def target_process(name, notesd_bin, db_url, port, metrics_port, cpu, log_path):
+def target_process(name, notesd_bin, db_url, port, metrics_port, cpu, log_path, journal=False):
     """A target, to be started pinned to `cpu` by taskset (which execs it, so the pid is
     the server's own, and the recorded command line shows the pinning) and tied to the
     harness: if the harness dies, the kernel sends it SIGTERM."""
     argv, cwd = server.target_command(name, notesd_bin)
     base = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR") if k in os.environ}
     env = server.target_env(name, base, db_url, port, metrics_port, pool_max=20)
+    if journal and name == "notesd":
+        env["JOURNAL"] = str(arrivals.RECORDS)
     return server.ProcessUnderTest(argv, env, cwd, log_path, port=port, ready_path=STARTUP_PATH, cpus=cpu,
                                    taskset=True, tied=True, name=name)
 
@@ -258,6 +264,9 @@ class Run:
         sampler.start()
         if not sampler.first_done.wait(10):
             raise HarnessError(f"{tag}: the first scrape of /metrics did not finish")
+        tap = arrivals.Tap(mdir, metrics_port) if a.journal and target == "notesd" else None
+        if tap:
+            tap.start()
         argv, env = tool.command(port, mode, target, rnd, mdir)
         if tool_cpu is not None:
             argv = ["taskset", "-c", str(tool_cpu)] + argv
@@ -302,6 +311,8 @@ class Run:
                 p.wait()
             sampler.finish()
             sampler.join(30)
+            if tap:
+                info["journal"] = tap.finish(info.get("start_unix", time.time()))
         info["scrapes"] = sampler.scrapes
         info["sampler_errors"] = sampler.errors
         info["openmetrics"] = write_openmetrics(mdir, target, mode, rnd)
@@ -356,7 +367,7 @@ class Run:
             port, metrics_port = free_ports()
             info.update({"port": port, "metrics_port": metrics_port, "cpu": cpus[0]})
             t = target_process(target, notesd_bin, db.url, port, metrics_port, cpus[0],
-                               os.path.join(tdir, "target.log"))
+                               os.path.join(tdir, "target.log"), journal=a.journal)
             t.start()
             info.update({"argv": t.argv, "cwd": t.cwd, "pid": t.pid})
             try:

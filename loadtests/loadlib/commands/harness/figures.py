@@ -194,6 +194,8 @@ def analyze_test(mdir):
         "tool_timed_out": test.get("tool_timed_out"), "scrapes": len(scrapes),
         "sampler_errors": test.get("sampler_errors", []),
     }
+    if test.get("journal"):                  # run.sh --journal: notesd's arrivals
+        entry["journal"] = test["journal"]
     if rec:
         c, s = rec["client"], rec["server"]
         entry["client"] = {

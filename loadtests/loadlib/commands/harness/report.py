@@ -137,6 +137,9 @@ def results_section(f):
         L.append("")
     L.append("![Throughput per test and target](throughput.svg)")
     L.append("")
+    if f.config.get("arrivals_chart"):          # run.sh --journal
+        L.append("![Arrivals per second, from notesd's request journal](arrivals.svg)")
+        L.append("")
     L.append("![Latency p95 and p99 per test and target](latency.svg)")
     L.append("")
     return L

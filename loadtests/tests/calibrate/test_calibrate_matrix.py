@@ -207,6 +207,13 @@ class Schedule(unittest.TestCase):
         slow = [self.T0 + i * 5800 for i in range(860)]          # 172/s of 200
         self.assertEqual(v.judge_schedule(schedule_run(slow))["verdict"], v.WARN)
 
+    def test_a_record_the_counter_does_not_match_is_a_warning(self):
+        r = schedule_run([self.T0 + i * 5000 for i in range(1000)])
+        r["server"]["requests"] = 1001
+        rec = v.judge_schedule(r)
+        self.assertEqual(rec["verdict"], v.WARN)
+        self.assertIn("http_requests_total grew by 1001", rec["detail"])
+
     def test_a_lost_record_is_a_warning_not_a_verdict(self):
         rec = v.judge_schedule(schedule_run([self.T0 + i * 5000 for i in range(1000)], lost=3))
         self.assertEqual(rec["verdict"], v.WARN)

@@ -325,6 +325,10 @@ def judge_schedule(run):
     if j["lost"]:
         return record("schedule", WARN, None, f"the journal lost {j['lost']} records", "",
                       figures)
+    counted = figures["server_requests"]
+    if counted is not None and j["records"] != counted:
+        return record("schedule", WARN, None, f"the journal holds {j['records']} records of "
+                      f"GET /json, http_requests_total grew by {counted}", "", figures)
     if s.get("achieved_rate") is None or not s.get("windows"):
         return record("schedule", FAIL, None, f"{s['arrivals']} arrivals: too few to judge", "",
                       figures)

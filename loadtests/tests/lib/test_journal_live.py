@@ -125,8 +125,11 @@ class JournalLive(unittest.TestCase):
         self.joined("hey", journal.hey_csv(out, t0), records, "order")
         s = journal.schedule([r["started_us"] for r in records], 100)
         print(f"  figure: hey -q 20 -c 5 (100/s): {s}", flush=True)
+        # hey's workers share Go's connection pool: at most its 5, fewer when a rate leaves
+        # one idle while another's answer is read
         c = journal.connections(records)
-        self.assertEqual(c["connections"], 5, c)
+        self.assertTrue(1 <= c["connections"] <= 5, c)
+        self.assertEqual(c["requests"], len(records))
 
     def test_h2load_log_and_connections(self):
         if not shutil.which("h2load"):

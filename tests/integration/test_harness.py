@@ -124,7 +124,12 @@ class HarnessTest(unittest.TestCase):
                     for key in ("rps", "p50_ms", "p95_ms", "p99_ms", "server_p99_ms", "lag_mean_ms", "heap_used_mib",
                                 "rss_mib", "cpu_pct", "tool_cpu_pct"):
                         self.assertIsInstance(m[key], (int, float), key)
-                        if not (key == "heap_used_mib" and target == "notesd" and SANITIZED):
+                        if key == "tool_cpu_pct":
+                            # the tool's CPU is sampled once a second from /proc in 10 ms
+                            # ticks: a 2 s test's window holds two or three samples, and a
+                            # tool waiting on a slow target, on a busy machine, read 0 once
+                            self.assertGreaterEqual(m[key], 0, key)
+                        elif not (key == "heap_used_mib" and target == "notesd" and SANITIZED):
                             self.assertGreater(m[key], 0, key)      # ASan replaces malloc: mallinfo2 reads 0
         with open(os.path.join(self.out, "report.md")) as f:
             report = f.read()

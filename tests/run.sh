@@ -104,7 +104,7 @@ sanitizer_chain() {
   # Python and style checks and docker/ test what is not notesd's C, and run in the
   # strict build.
   build "sanitizers (ASan+UBSan)" "$REPO/build-asan" -DNOTESD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-  run_tests "sanitizers (ASan+UBSan)" "$REPO/build-asan" -j"$(nproc)" \
+  run_tests "sanitizers (ASan+UBSan)" "$REPO/build-asan" \
     -LE '^(style|loadtests|docker)$' -E '^integration_(verify|harness|localdb)$'
   if command -v clang >/dev/null; then
     # Several event loops under load with /metrics scraped from the first moment;
@@ -113,10 +113,11 @@ sanitizer_chain() {
       -DCMAKE_BUILD_TYPE=Debug
     run_tests "ThreadSanitizer (multi-loop tests)" "$REPO/build-tsan" \
       -R '^(unit_stats|integration_threads|integration_api)$'
-    # The fuzz targets touch neither the network nor PostgreSQL: one per core at once.
+    # The fuzz targets touch neither the network nor PostgreSQL; one at a time, so the
+    # chain never keeps more than one core busy beside the strict build's tests.
     CC=clang build "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -DNOTESD_FUZZ=ON \
       -DNOTESD_FUZZ_SECONDS="$FUZZ_SECONDS"
-    run_tests "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -L fuzz -j"$(nproc)"
+    run_tests "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -L fuzz
   fi
 }
 

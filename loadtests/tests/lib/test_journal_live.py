@@ -104,7 +104,9 @@ class JournalLive(unittest.TestCase):
         records, _ = self.k6("k6-constant", CONSTANT)
         s = journal.schedule([r["started_us"] for r in records], 100)
         print(f"  figure: k6 constant-arrival-rate 100/s: {s}", flush=True)
-        self.assertIn(s["arrivals"], (300, 301))
+        # 100/s for 3 s; k6 2.2 starts one more at the very end, and on a busy machine
+        # another that came due while it caught up
+        self.assertTrue(300 <= s["arrivals"] <= 302, s)
 
     def test_k6_ramping_arrival_rate(self):
         records, _ = self.k6("k6-ramping", RAMPING)

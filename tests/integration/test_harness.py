@@ -53,9 +53,11 @@ class HarnessTest(unittest.TestCase):
         cls.env = {k: v for k, v in os.environ.items() if k not in ("DB_URL", "PORT", "METRICS_PORT")}
         cls.env.update({"NOTESD_PGDATA": os.path.join(cls.tmp, "pgdata"), "NOTESD_PGPORT": str(free_port_in(18100, 18199)),
                         "NOTESD_BIN": BIN, "ASAN_OPTIONS": "detect_leaks=0"})
+        # 3 s a test: the /proc sampler reads once a second, and the load tool's CPU needs two
+        # of its samples inside the tool's life (2 s tests sometimes had one)
         argv = [os.path.join(REPO, "loadtests", "run.sh"), *cls.TARGETS, "--tool", "wrk", "--rounds", "1",
                 "--modes", ",".join(cls.MODES),
-                "--duration", "2s", "--vus", str(VUS), "--pause", "0", "--warmup", "0", "--out", cls.out,
+                "--duration", "3s", "--vus", str(VUS), "--pause", "0", "--warmup", "0", "--out", cls.out,
                 "--journal"]
         t0 = time.monotonic()
         proc = subprocess.Popen(argv, env=cls.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -5,9 +5,10 @@
 #   3. builds with ASan+UBSan and runs the server's unit and integration tests again;
 #   4. builds with ThreadSanitizer (clang) and runs the multi-loop tests: no data race;
 #   5. builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 20).
-# Steps 3 to 5 run one after the other in the background while step 2's tests run,
-# TEST_JOBS (default twice the cores) at a time; step 2's `serial` tests (timing
-# verdicts: k6's open model, bench --compare) run last, alone. Every test has its own
+# Steps 3 and 4, and step 5's build, run one test at a time in the background while step
+# 2's tests run, TEST_JOBS (default twice the cores) at a time; then the fuzzers, one per
+# core, with nothing else running; step 2's `serial` tests (timing verdicts: k6's open
+# model, bench --compare) last, alone. Every test has its own
 # database (copied from a seeded template) and ports the kernel picks, which is what
 # lets them share the machine; tests/README.md ("Running in parallel") says more.
 # It ends with one line: "N passed, M failed, K skipped" over all suites (the
@@ -113,11 +114,9 @@ sanitizer_chain() {
       -DCMAKE_BUILD_TYPE=Debug
     run_tests "ThreadSanitizer (multi-loop tests)" "$REPO/build-tsan" \
       -R '^(unit_stats|integration_threads|integration_api)$'
-    # The fuzz targets touch neither the network nor PostgreSQL; one at a time, so the
-    # chain never keeps more than one core busy beside the strict build's tests.
+    # Built here, run after the chain (below).
     CC=clang build "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -DNOTESD_FUZZ=ON \
       -DNOTESD_FUZZ_SECONDS="$FUZZ_SECONDS"
-    run_tests "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -L fuzz
   fi
 }
 
@@ -134,6 +133,11 @@ cat "$CHAIN_LOG"
 if [[ $chain_rc != 0 ]]; then          # a build in the chain failed: no tally of its own
   echo "== the sanitizer chain stopped with status $chain_rc"
   echo "0 1 0 1" >>"$TALLY"
+fi
+# The fuzz targets touch neither the network nor PostgreSQL and each keeps a core busy: one
+# per core at once, with nothing else running.
+if [[ -d "$REPO/build-fuzz" ]] && command -v clang >/dev/null; then
+  run_tests "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -L fuzz -j"$(nproc)"
 fi
 # Last, alone on a quiet machine: the tests whose verdicts are about timing (k6's open
 # model keeping its rate, bench --compare finding no difference between HEAD and HEAD).

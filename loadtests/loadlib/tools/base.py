@@ -42,6 +42,9 @@ class RunSpec:
     requests: Optional[int] = None     # ... or until this many requests (when the tool needs a count)
     keepalive: bool = True
     rate: Optional[float] = None       # requests/s for tools with an open (rate-driven) model
+    # a ramping open model (k6's ramping-arrival-rate only): ((seconds, target/s), ...) stages
+    # from `rate` as the start, each moving linearly to its target
+    ramp: tuple = ()
     http2: bool = False                # HTTP/2 (over TLS for https URLs, h2c otherwise)
     insecure_tls: bool = True          # self-signed test certificates
     timeout_s: float = 10              # per-request timeout the tool should use

@@ -15,6 +15,8 @@ handleSummary(), and the whole adapter live in the conformance matrix
 Model, as the generated script sets it up:
 - no rate (closed): `constant-vus`, `connections` VUs for the duration, or
   `shared-iterations` (the VUs share `requests` iterations);
+- a rate and a ramp (open): `ramping-arrival-rate` from the rate through the
+  ramp's stages, VUs as for a constant rate;
 - a rate (open): `constant-arrival-rate`, rate iterations per second for the
   duration (or requests / rate seconds), `connections` VUs allocated and at
   most 10x that added when answers are slow; iterations k6 could not start
@@ -151,6 +153,10 @@ def web_dashboard_env(html_path, binary=None) -> dict:
 
 def scenario(spec: RunSpec) -> dict:
     seconds = f"{max(1, math.ceil(spec.duration_s or 1))}s"
+    if spec.rate and spec.ramp:
+        return {"executor": "ramping-arrival-rate", "startRate": spec.rate, "timeUnit": "1s",
+                "stages": [{"duration": f"{s:g}s", "target": t} for s, t in spec.ramp],
+                "preAllocatedVUs": spec.connections, "maxVUs": 10 * spec.connections}
     if spec.rate:
         if spec.requests:
             seconds = f"{max(1, math.ceil(spec.requests / spec.rate))}s"

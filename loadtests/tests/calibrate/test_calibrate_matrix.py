@@ -229,6 +229,72 @@ class Schedule(unittest.TestCase):
                       text)
 
 
+def ramp_arrivals(t0_us, drop=None):
+    """Arrivals exactly on the matrix's ramp (50/s rising to 250/s in 3 s, then 2 s at
+    250/s): the k-th where the ramp's integral reaches k; none in [drop) seconds."""
+    out, k = [], 0
+    while True:
+        if k <= 450:        # 50 t + (100 / 3) t^2 = k
+            t = (-50 + (2500 + 4 * (100 / 3) * k) ** 0.5) / (2 * 100 / 3)
+        else:
+            t = 3 + (k - 450) / 250
+        if t >= 5:
+            return out
+        if not (drop and drop[0] <= t < drop[1]):
+            out.append(t0_us + int(t * 1e6))
+        k += 1
+
+
+def ramp_run(arrivals_us, lost=0):
+    """A ramp run as ramp_run() returns it."""
+    from loadlib import journal
+    r = run(len(arrivals_us), rate=m.RAMP_START)
+    r["spec"]["ramp"] = [list(stage) for stage in m.RAMP_STAGES]
+    r["journal"] = {"records": len(arrivals_us), "lost": lost, "ramp": journal.ramp_error(
+        arrivals_us, ((0, m.RAMP_START),) + m.RAMP_STAGES, min(arrivals_us))}
+    return r
+
+
+class Ramp(unittest.TestCase):
+    T0 = 1_800_000_000_000_000
+
+    def test_arrivals_on_the_ramp_pass(self):
+        rec = v.judge_ramp(ramp_run(ramp_arrivals(self.T0)))
+        self.assertEqual(rec["verdict"], v.PASS, rec["detail"])
+        self.assertLessEqual(rec["error"], 4.0)
+
+    def test_a_stalled_window_fails_the_largest_error(self):
+        # nothing sent for 300 ms at the top of the ramp: one window 60% short
+        rec = v.judge_ramp(ramp_run(ramp_arrivals(self.T0, drop=(3.6, 3.9))))
+        self.assertEqual(rec["verdict"], v.WARN, rec["detail"])
+        self.assertIn("at most", rec["detail"])
+
+    def test_a_constant_rate_is_not_a_ramp(self):
+        flat = [self.T0 + i * 5000 for i in range(1000)]       # 200/s for 5 s
+        self.assertEqual(v.judge_ramp(ramp_run(flat))["verdict"], v.FAIL)
+
+    def test_a_record_the_counter_does_not_match_is_a_warning(self):
+        r = ramp_run(ramp_arrivals(self.T0))
+        r["server"]["requests"] = r["journal"]["records"] + 2
+        self.assertIn("http_requests_total grew by", v.judge_ramp(r)["detail"])
+
+    def test_the_scorecard_tables(self):
+        data = Scorecard().data()
+        rr = ramp_run(ramp_arrivals(self.T0))
+        data["tools"][0]["checks"]["ramp"] = v.judge_ramp(rr)
+        data["tools"][0]["runs"]["ramp"] = rr
+        own = schedule_run([self.T0 + i * 5000 for i in range(1000)])
+        data["own_schedule"] = {"tool": "openload.py", "check": v.judge_schedule(own), "run": own}
+        text = sc.markdown(data)
+        self.assertIn("| openload.py (ours) | --rate | 200 | 200.0 (+0.0%) | 100% |", text)
+        self.assertIn("**Ramps.**", text)
+        self.assertRegex(text, r"\| hey \|  \| 50 → 250 \(3 s\) → 250 \(2 s\) \| 950 \| "
+                               r"\d\.\d% \| \d+\.\d% \| PASS \|")
+        merged = sc.merge(Scorecard().data(), data)
+        self.assertEqual(merged["own_schedule"], data["own_schedule"])
+        self.assertIn("openload.py", merged["merged"][-1]["tools"])
+
+
 class Specs(unittest.TestCase):
     def test_count_only_tools_get_a_count(self):
         spec = m.spec_for(curl, "http://127.0.0.1:1/json", 10, 3, count_rps=1500)

@@ -114,6 +114,15 @@ class Command(unittest.TestCase):
                          {"executor": "shared-iterations", "vus": 5, "iterations": 50,
                           "maxDuration": "10m"})
 
+    def test_ramping_open_model(self):
+        _, source, _ = self.script(RunSpec(url="http://127.0.0.1:8080/json", connections=10,
+                                           duration_s=5, rate=50, ramp=((3, 250), (2, 250))))
+        self.assertEqual(self.options(source)["scenarios"]["load"],
+                         {"executor": "ramping-arrival-rate", "startRate": 50, "timeUnit": "1s",
+                          "stages": [{"duration": "3s", "target": 250},
+                                     {"duration": "2s", "target": 250}],
+                          "preAllocatedVUs": 10, "maxVUs": 100})
+
     @unittest.skipUnless(os.path.isfile(os.path.join(K6_MODULES, "typescript", "bin", "tsc")),
                          "no TypeScript in loadtests/k6/node_modules (check-types.sh installs it)")
     def test_generated_script_type_checks_against_k6_api(self):

@@ -25,7 +25,10 @@ the measured error, and the evidence that says whose figure is right.
  8. schedule     GET /json at a rate, for the tools that claim one (RATE_OPTIONS): the
                  arrival times notesd's request journal recorded (loadlib/journal.py)
                  against the rate asked for, per 100 ms window, and the longest gap;
-                 the connections the tool used.
+                 the connections the tool used. Its ramp: GET /json on a rising rate,
+                 for the tools with a ramping model (RAMP_OPTIONS), against the linear
+                 ramp per 500 ms window. And the same schedule run of this checkout's
+                 own open-model generator, calibration/openload.py (own_schedule()).
 
 The matrix is split by what each part owns: this module runs checks 1-6, each
 tool's runs on one notesd (run_tools(), plain data) with the lengths, loads and
@@ -35,15 +38,20 @@ notesd of its own, and scorecard.py writes the Markdown, JSON and SVG
 scorecard. command.py's run_matrix() runs the phases in order.
 """
 import dataclasses
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 
 from loadlib import journal, procs, prom, server as srv
+from loadlib.paths import LOADTESTS
 from loadlib.commands.calibrate.target import Target, lacking, server_features, server_view
 from loadlib.commands.calibrate.verdicts import (
-    RATE_OPTIONS, judge_connections, judge_counts, judge_errors, judge_latency, judge_omission,
-    judge_overhead, judge_schedule, skipped)
+    RAMP_OPTIONS, RATE_OPTIONS, judge_connections, judge_counts, judge_errors, judge_latency,
+    judge_omission, judge_overhead, judge_ramp, judge_schedule, skipped)
 from loadlib.report import logger
 from loadlib.tools import run as toolrun
 from loadlib.tools.base import RunSpec
@@ -93,6 +101,11 @@ SCHEDULE_RATE = 200.0
 SCHEDULE_SECONDS = 5
 SCHEDULE_CONNECTIONS = 10
 JOURNAL_RECORDS = 50000
+# The ramp: from 50/s to 250/s in 3 s, then 2 s at 250/s (k6's startRate, then its
+# stages), 25 to 125 arrivals in each 500 ms window.
+RAMP_START = 50.0
+RAMP_STAGES = ((3, 250.0), (2, 250.0))
+OPENLOAD = os.path.join(LOADTESTS, "calibration", "openload.py")
 
 log = logger("calibrate")
 
@@ -244,6 +257,10 @@ def run_checks(name, adapter, target, features, smoke):
         why = lacking(features, "journal")
         checks["schedule"] = skipped("schedule", why) if why else judge_schedule(
             schedule_run(name, adapter, target, runs))
+    if name in RAMP_OPTIONS:
+        why = lacking(features, "journal")
+        checks["ramp"] = skipped("ramp", why) if why else judge_ramp(
+            ramp_run(name, adapter, target, runs))
     return checks, runs
 
 
@@ -254,6 +271,61 @@ def schedule_run(name, adapter, target, runs):
                     rate=SCHEDULE_RATE)
     log(f"{name}: schedule (/json, c={spec.connections}, {SCHEDULE_RATE:g}/s)")
     run = runs["schedule"] = measure(adapter, spec, target, "/json")
+    records, lost, _ = journal.read(target.metrics_port, since)
+    records = journal.of_kind(records, route="/json")
+    run["journal"] = {"records": len(records), "lost": lost,
+                      "schedule": journal.schedule([r["started_us"] for r in records],
+                                                   SCHEDULE_RATE, poisson=True),
+                      "connections": journal.connections(records)}
+    return run
+
+
+def ramp_run(name, adapter, target, runs):
+    """Check 8's ramp run: the tool from RAMP_START through RAMP_STAGES, and the journal's
+    arrivals against the ramp."""
+    since = journal.read(target.metrics_port)[2]
+    seconds = sum(s for s, _ in RAMP_STAGES)
+    spec = dataclasses.replace(
+        spec_for(adapter, target.url("/json"), SCHEDULE_CONNECTIONS, seconds, rate=RAMP_START),
+        ramp=RAMP_STAGES)
+    log(f"{name}: ramp (/json, c={spec.connections}, {RAMP_START:g}/s to "
+        f"{RAMP_STAGES[-1][1]:g}/s)")
+    run = runs["ramp"] = measure(adapter, spec, target, "/json")
+    records, lost, _ = journal.read(target.metrics_port, since)
+    records = journal.of_kind(records, route="/json")
+    arrivals = [r["started_us"] for r in records]
+    run["journal"] = {"records": len(records), "lost": lost, "ramp": journal.ramp_error(
+        arrivals, ((0, RAMP_START),) + RAMP_STAGES, min(arrivals)) if arrivals else {}}
+    return run
+
+
+def own_schedule(target, pin):
+    """Check 8's schedule run of calibration/openload.py (its open model, at most
+    SCHEDULE_CONNECTIONS connections), in the shape measure() returns; judge_schedule
+    reads it like a tool's."""
+    cmd = [sys.executable, OPENLOAD, "--url", target.url("/json"), "--rate",
+           f"{SCHEDULE_RATE:g}", "--duration", str(SCHEDULE_SECONDS), "--max-connections",
+           str(SCHEDULE_CONNECTIONS)]
+    log(f"openload.py: schedule (/json, at most {SCHEDULE_CONNECTIONS} connections, "
+        f"{SCHEDULE_RATE:g}/s)")
+    since = journal.read(target.metrics_port)[2]
+    before = target.scrape()
+    spec = {"url": target.url("/json"), "connections": SCHEDULE_CONNECTIONS,
+            "duration_s": SCHEDULE_SECONDS, "rate": SCHEDULE_RATE}
+    run = {"spec": spec, "result": None, "failure": None}
+    try:
+        proc = subprocess.run(procs.taskset(cmd, 0 if pin else None), capture_output=True,
+                              text=True, timeout=SCHEDULE_SECONDS + 60)
+        line = [x for x in proc.stdout.splitlines() if x.startswith("OPENLOAD_JSON ")]
+        if proc.returncode != 0 or not line:
+            run["failure"] = f"openload.py exited {proc.returncode}: {proc.stderr[-300:]}"
+        else:
+            out = json.loads(line[-1].split(" ", 1)[1])
+            run["result"] = {"requests": out["sent"], "openload": out}
+    except (OSError, subprocess.TimeoutExpired) as e:
+        run["failure"] = str(e)
+    time.sleep(SETTLE_S)
+    run["server"] = server_view(before, target.scrape(), "/json")
     records, lost, _ = journal.read(target.metrics_port, since)
     records = journal.of_kind(records, route="/json")
     run["journal"] = {"records": len(records), "lost": lost,
@@ -277,5 +349,9 @@ def run_tools(data, chosen, notesd, pin, smoke):
             if adapter is not None:
                 row["checks"], row["runs"] = run_checks(name, adapter, target, features, smoke)
             data["tools"].append(row)
+        if not smoke and not lacking(features, "journal"):
+            run = own_schedule(target, pin)
+            data["own_schedule"] = {"tool": "openload.py", "check": judge_schedule(run),
+                                    "run": run}
     finally:
         target.stop()

@@ -7,7 +7,7 @@ import os
 
 from loadlib import charts, report
 from loadlib.quantile import median
-from loadlib.commands.calibrate.verdicts import RATE_OPTIONS
+from loadlib.commands.calibrate.verdicts import RAMP_OPTIONS, RATE_OPTIONS
 
 TITLES = {"counts": "1. Counts", "latency": "2. Known latency", "errors": "3. Error accounting",
           "connections": "4. Connections", "overhead": "5. Overhead and ceiling",
@@ -40,13 +40,16 @@ def merge(base, new):
                           key=lambda t: t["tool"])
     out["protocols"] = sorted([p for p in base.get("protocols", []) if p["tool"] not in names]
                               + new.get("protocols", []), key=lambda p: (p["tool"], p["protocol"]))
+    if new.get("own_schedule") or base.get("own_schedule"):
+        out["own_schedule"] = new.get("own_schedule") or base.get("own_schedule")
     runs = base.get("merged") or [{"started": base["started"],
                                    "tools": sorted(t["tool"] for t in base["tools"]),
                                    "loadavg_start": base.get("loadavg_start"),
                                    "loadavg_end": base.get("loadavg_end")}]
     runs = [dict(r, tools=[n for n in r["tools"] if n not in names]) for r in runs]
     out["merged"] = [r for r in runs if r["tools"]] + [
-        {"started": new["started"], "tools": sorted(names), "seconds_total": new["seconds_total"],
+        {"started": new["started"],
+         "tools": sorted(names | ({"openload.py"} if new.get("own_schedule") else set())), "seconds_total": new["seconds_total"],
          "loadavg_start": new.get("loadavg_start"), "loadavg_end": new.get("loadavg_end"),
          "features": new.get("features")}]
     return out
@@ -226,14 +229,19 @@ def section_omission(data):
 
 def section_schedule(data):
     rows = []
-    for t, rec, _ in runs_of(data, "schedule"):
+    scheduled = [(t["tool"], RATE_OPTIONS.get(t["tool"], ""), rec)
+                 for t, rec, _ in runs_of(data, "schedule")]
+    own = data.get("own_schedule")
+    if own:
+        scheduled.append((own["tool"] + " (ours)", "--rate", own["check"]))
+    for tool, option, rec in scheduled:
         if rec["verdict"] == "SKIP":
-            rows.append([t["tool"]] + [""] * 9 + [f"SKIP ({rec['detail']})"])
+            rows.append([tool] + [""] * 9 + [f"SKIP ({rec['detail']})"])
             continue
         f = rec["figures"]
         j = f.get("journal") or {}
         s, c = j.get("schedule") or {}, j.get("connections") or {}
-        rows.append([t["tool"], RATE_OPTIONS.get(t["tool"], ""), num(f.get("rate"), 0),
+        rows.append([tool, option, num(f.get("rate"), 0),
                      f"{num(s.get('achieved_rate'), 1)} ({num(rec.get('error'), 1, True)}%)"
                      if rec.get("error") is not None else num(s.get("achieved_rate"), 1),
                      "" if s.get("windows_on_rate") is None
@@ -256,7 +264,35 @@ def section_schedule(data):
             "journal too.\n\n"
             + report.table(["tool", "rate option", "asked /s", "achieved /s (error)",
                             "windows on rate", "window /s p5–p95", "longest gap ms", "CV",
-                            "KS p", "connections", "verdict"], rows))
+                            "KS p", "connections", "verdict"], rows)
+            + ("\n\nopenload.py is this checkout's own open-model generator "
+               "(`calibration/openload.py`), held to the same figures; `--max-connections 10`."
+               if own else "") + section_ramp(data))
+
+
+def section_ramp(data):
+    """Check 8's ramp, for the tools with a ramping model: a table, or nothing."""
+    rows = []
+    for t, rec, _ in runs_of(data, "ramp"):
+        f = rec["figures"]
+        r = (f.get("journal") or {}).get("ramp") or {}
+        ramp = f.get("ramp") or []
+        stages = " → ".join([num(f.get("rate"), 0)] + [f"{num(rate, 0)} ({num(secs, 0)} s)"
+                                                       for secs, rate in ramp])
+        rows.append([t["tool"], RAMP_OPTIONS.get(t["tool"], ""), stages,
+                     num((f.get("journal") or {}).get("records"), 0),
+                     "" if r.get("mean_error") is None else f"{r['mean_error'] * 100:.1f}%",
+                     "" if r.get("max_error") is None else f"{r['max_error'] * 100:.1f}%",
+                     rec["verdict"] if rec["verdict"] != "SKIP"
+                     else f"SKIP ({rec['detail']})"])
+    if not rows:
+        return ""
+    return ("\n\n**Ramps.** `GET /json` on a rate that rises linearly between the stages "
+            "asked for (/s, stage length), c=10; per 500 ms window, the achieved rate's error "
+            "against the ramp at the window's middle. PASS when the mean is within 5% and no "
+            "window is off by more than 20%; WARN when the mean is within 20%; FAIL beyond.\n\n"
+            + report.table(["tool", "ramp option", "rate /s", "arrivals", "mean error",
+                            "largest error", "verdict"], rows))
 
 
 def section_protocols(data):
@@ -294,11 +330,15 @@ def disagreements(data):
     """Every non-PASS record with its evidence: whose figure is right, and why."""
     lines = []
     for t in installed(data):
-        for check in ORDER:
+        for check in ORDER + ("ramp",):
             rec = t.get("checks", {}).get(check)
             if rec and rec["verdict"] in ("WARN", "FAIL") and rec.get("evidence"):
                 lines.append(f"- **{t['tool']}, {check}** ({rec['verdict']}): {rec['detail']}. "
                              f"{sentence(rec['evidence'])}.")
+    own = (data.get("own_schedule") or {}).get("check")
+    if own and own["verdict"] in ("WARN", "FAIL") and own.get("evidence"):
+        lines.append(f"- **openload.py, schedule** ({own['verdict']}): {own['detail']}. "
+                     f"{sentence(own['evidence'])}.")
     for p in data.get("protocols", []):
         for check, rec in p.get("checks", {}).items():
             if rec["verdict"] in ("WARN", "FAIL") and rec.get("evidence"):
@@ -339,7 +379,8 @@ def markdown(data):
         if check == "schedule":
             if data.get("protocols"):                     # 7 before 8
                 parts += ["## 7. Protocols\n", section_protocols(data), ""]
-        if any(t.get("checks", {}).get(check) for t in installed(data)):
+        if any(t.get("checks", {}).get(check) for t in installed(data)) or \
+                (check == "schedule" and data.get("own_schedule")):
             parts += [f"## {TITLES[check]}\n", sections[check](data), ""]
     parts += ["## Where a tool and the server disagree\n", disagreements(data), ""]
     parts += ["## What the tools say about their own figures\n", caveats(data), ""]

@@ -48,6 +48,14 @@ SCHEDULE_WINDOWS_PASS, SCHEDULE_WINDOWS_WARN = 0.90, 0.60
 SCHEDULE_GAP_PASS_MS = 100.0
 SCHEDULE_CV_PASS = 1.0
 OMISSION_MAX_SHARE = 0.8
+# Check 8's ramp, for the tools with a ramping open model (RAMP_OPTIONS): the rate per
+# 500 ms window against the linear ramp asked for (journal.ramp_error). The matrix's ramp
+# (50 to 250/s) puts 25 to 125 arrivals in a window, so a tool sending exactly on its ramp
+# is off by at most one arrival, 4%: PASS when the mean error is within RAMP_MEAN_PASS and
+# no window is off by more than RAMP_MAX_PASS (a window with a fifth of its arrivals missing
+# or extra is a stall or a burst); WARN when the mean is within RAMP_MEAN_WARN; FAIL beyond.
+RAMP_MEAN_PASS, RAMP_MEAN_WARN = 0.05, 0.20
+RAMP_MAX_PASS = 0.20
 # The adapters that turn RunSpec.rate into the tool's own rate option (see each
 # adapter's docstring); the others (ab, h2load, siege, wrk, curl) have none.
 RATE_OPTIONS = {"hey": "-q per worker", "httperf": "--rate (a connection per request)",
@@ -55,6 +63,8 @@ RATE_OPTIONS = {"hey": "-q per worker", "httperf": "--rate (a connection per req
                 "locust-distributed": "constant_throughput per user", "autocannon": "-R",
                 "artillery": "arrivalRate", "loadtest": "requestsPerSecond",
                 "k6": "constant-arrival-rate"}
+# The adapters that turn RunSpec.ramp into a ramping open model.
+RAMP_OPTIONS = {"k6": "ramping-arrival-rate"}
 
 
 def record(check, verdict, error, detail, evidence="", figures=None):
@@ -322,13 +332,9 @@ def judge_schedule(run):
     s, rate = j["schedule"], run["spec"]["rate"]
     figures = {"rate": rate, "journal": j, "tool_requests": run["result"]["requests"],
                "server_requests": run["server"].get("requests")}
-    if j["lost"]:
-        return record("schedule", WARN, None, f"the journal lost {j['lost']} records", "",
-                      figures)
-    counted = figures["server_requests"]
-    if counted is not None and j["records"] != counted:
-        return record("schedule", WARN, None, f"the journal holds {j['records']} records of "
-                      f"GET /json, http_requests_total grew by {counted}", "", figures)
+    disagrees = journal_agrees("schedule", j, figures["server_requests"], figures)
+    if disagrees:
+        return disagrees
     if s.get("achieved_rate") is None or not s.get("windows"):
         return record("schedule", FAIL, None, f"{s['arrivals']} arrivals: too few to judge", "",
                       figures)
@@ -344,3 +350,41 @@ def judge_schedule(run):
     return record("schedule", verdict, round(err * 100, 1), detail,
                   "the journal's arrival times are the server's clock on every request; the "
                   "tool's own rate figure is an average that hides bursts and gaps", figures)
+
+
+def journal_agrees(check, j, counted, figures):
+    """A WARN record when the journal lost records or holds other than the counter's
+    count of the run's requests (its figures would then be of a part of the run); None
+    when it holds every request."""
+    if j["lost"]:
+        return record(check, WARN, None, f"the journal lost {j['lost']} records", "", figures)
+    if counted is not None and j["records"] != counted:
+        return record(check, WARN, None, f"the journal holds {j['records']} records of "
+                      f"GET /json, http_requests_total grew by {counted}", "", figures)
+    return None
+
+
+def judge_ramp(run):
+    """Check 8's ramp: the arrivals the journal recorded against the ramp asked for."""
+    if run["result"] is None:
+        return failed_run("ramp", run)
+    j = run["journal"]
+    r = j["ramp"]
+    figures = {"rate": run["spec"]["rate"], "ramp": run["spec"]["ramp"], "journal": j,
+               "tool_requests": run["result"]["requests"],
+               "server_requests": run["server"].get("requests")}
+    disagrees = journal_agrees("ramp", j, figures["server_requests"], figures)
+    if disagrees:
+        return disagrees
+    if not r.get("windows"):
+        return record("ramp", FAIL, None, f"{j['records']} arrivals: too few to judge", "",
+                      figures)
+    mean, worst = r["mean_error"], r["max_error"]
+    detail = (f"{j['records']} arrivals; per 500 ms window {mean * 100:.1f}% off the ramp on "
+              f"average, {worst * 100:.1f}% at most ({r['windows']} windows)")
+    if mean <= RAMP_MEAN_PASS and worst <= RAMP_MAX_PASS:
+        return record("ramp", PASS, round(mean * 100, 1), detail, "", figures)
+    return record("ramp", WARN if mean <= RAMP_MEAN_WARN else FAIL, round(mean * 100, 1),
+                  detail, "the journal's arrival times against the linear ramp between the "
+                  "stages asked for", figures)
+

@@ -17,6 +17,8 @@ from plain lists of records, so every figure here is tested on synthetic ones:
                  that order is ambiguous; the client's share of each latency, and the
                  requests only one side counted.
 
+newest() is where a run starts: read(port, newest(port)) after the run is the run.
+
 Arrivals are read from `started_us` (the dispatcher's receipt, precise to the
 microsecond; `arrived_us` is the loop's cached clock, shared within a turn).
 """
@@ -60,6 +62,21 @@ def read(metrics_port, since=None, host="127.0.0.1", timeout=10.0):
         loop += 1
     records.sort(key=lambda r: (r["started_us"], r["loop"], r["seq"]))
     return records, lost, since
+
+
+def newest(metrics_port, host="127.0.0.1", timeout=10.0):
+    """{loop: the newest record's seq}: the `since` from which read() returns only what
+    comes next, found without reading the ring (one short page per loop)."""
+    marks, loops, loop = {}, 1, 0
+    while loop < loops:
+        res = httpc.request(metrics_port, f"/journal?loop={loop}&since=0&limit=1",
+                            timeout=timeout, host=host)
+        if res.status != 200:
+            raise OSError(f"GET /journal: {res.status} {res.body[:200]!r}")
+        loops = int(res.headers.get("journal-loops", "1"))
+        marks[loop] = int(res.headers.get("journal-newest", "0"))
+        loop += 1
+    return marks
 
 
 def of_kind(records, kind="http", route=None):

@@ -359,6 +359,17 @@ class Scorecard(unittest.TestCase):
                       "hey dropped 3 (in latency).", text)
 
 
+    def test_the_counts_section_shows_the_journal(self):
+        data = self.data()
+        self.assertIn("| hey | 10 | 1000 | 1004 | — | +4 | PASS |", sc.markdown(data))
+        counts = run(1000, {"requests": 1004})
+        counts["journal"] = {"records": 1004, "lost": 0}
+        data["tools"][0]["checks"]["counts"] = v.judge_counts(counts)
+        self.assertIn("| hey | 10 | 1000 | 1004 | 1004 | +4 | PASS |", sc.markdown(data))
+        counts["journal"] = {"records": 990, "lost": 14}
+        data["tools"][0]["checks"]["counts"] = v.judge_counts(counts)
+        self.assertIn("| hey | 10 | 1000 | 1004 | 990 (14 lost) | +4 | PASS |", sc.markdown(data))
+
     def test_merge_replaces_the_rows_of_the_tools_run_again(self):
         base = self.data()
         base["loadavg_start"], base["loadavg_end"] = [1.0, 1.0, 1.0], [2.0, 2.0, 2.0]

@@ -50,13 +50,24 @@ class JournalLive(unittest.TestCase):
         if not os.access(NOTESD, os.X_OK):
             raise unittest.SkipTest(f"{NOTESD} is not built")
         cls.target = Target(NOTESD, pin=False, journal=200000)
+        # a few requests, so the ring's end is not its start
+        for _ in range(3):
+            cls.target.get("/json")
         cls.since = journal.read(cls.target.metrics_port)[2]
+        cls.first = (dict(cls.since), journal.newest(cls.target.metrics_port))
         cls.tmp = tempfile.mkdtemp(prefix="journal-live-")
 
     @classmethod
     def tearDownClass(cls):
         cls.target.stop()
         shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_newest_is_where_reading_ends(self):
+        # newest() finds, without reading the ring, the `since` read() ends at
+        read_to, newest = self.first
+        self.assertEqual(newest, read_to)
+        self.assertGreaterEqual(newest[0], 3)
+        self.assertEqual(journal.newest(self.target.metrics_port), type(self).since)
 
     def run_tool(self, name, argv):
         """Runs argv; returns (the run's journal records, its wall-clock start in µs)."""

@@ -2,7 +2,8 @@
 --smoke` in-process (the conformance matrix's own code: its notesd, its runs, its
 counts verdict), then one test per tool asserting that its counts check passed:
 about two seconds of GET /json at 4 connections, the tool's request count against
-the delta of notesd's own http_requests_total.
+the delta of notesd's own http_requests_total, and that notesd's request journal holds
+one record for each request its counter counted.
 
     cd loadtests && /usr/bin/python3 -B -m tests.tools.smoke_live        # the test
     cd loadtests && /usr/bin/python3 -B -m tests.tools.smoke_live --capture ab hey
@@ -133,7 +134,8 @@ class SmokeLive(unittest.TestCase):
         what = f"{adapter.NAME}: {rec['detail']} {rec['evidence']} ({run.get('failure') or ''})"
         if res:
             print(f"{adapter.NAME:10} tool {res['requests']:7d} server "
-                  f"{run['server']['requests']:7d}  {res['rps']:9.1f} req/s  "
+                  f"{run['server']['requests']:7d} journal "
+                  f"{(run.get('journal') or {}).get('records', '-'):>7}  {res['rps']:9.1f} req/s  "
                   f"p50 {res['latency']['p50']}  errors {sum(res['errors'].values())}",
                   file=sys.stderr)
         self.assertIsNotNone(res, what)
@@ -145,6 +147,8 @@ class SmokeLive(unittest.TestCase):
         self.assertLessEqual(res["requests"], run["server"]["requests"], what)
         self.assertLessEqual(run["server"]["requests"] - res["requests"],
                              run["spec"]["connections"], what)
+        # notesd's side: a journal record for every request its counter counted, none lost
+        self.assertEqual(run["journal"], {"records": run["server"]["requests"], "lost": 0}, what)
 
 
 for _adapter in SMOKED:

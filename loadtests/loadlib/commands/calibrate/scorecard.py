@@ -109,14 +109,25 @@ def runs_of(data, check):
 
 
 def section_counts(data):
+    def journal(f):
+        j = f.get("journal")
+        if not j:
+            return "—"
+        return f"{j['records']}" + (f" ({j['lost']} lost)" if j["lost"] else "")
+
     rows = [[t["tool"], rec["figures"].get("connections", ""), rec["figures"].get("tool", ""),
-             rec["figures"].get("server", ""), num(rec.get("error"), 0, True)
-             if rec.get("error") is not None else "", rec["verdict"]]
+             rec["figures"].get("server", ""), journal(rec["figures"]),
+             num(rec.get("error"), 0, True) if rec.get("error") is not None else "",
+             rec["verdict"]]
             for t, rec, _ in runs_of(data, "counts")]
     return ("`GET /json`: the requests the tool says completed against the delta of notesd's "
             "`http_requests_total`. PASS when the server counted at least as many and at most c "
-            "more (the requests in flight when the tool stopped).\n\n"
-            + report.table(["tool", "c", "tool", "server", "server − tool", "verdict"], rows))
+            "more (the requests in flight when the tool stopped). The journal column is the "
+            "records notesd's request journal holds for the run, one per request the counter "
+            "counted (the tools' smoke test requires them equal; — for a run without the journal, or "
+            "older than this column).\n\n"
+            + report.table(["tool", "c", "tool", "server", "journal", "server − tool",
+                            "verdict"], rows))
 
 
 def section_latency(data, rows_of=None):

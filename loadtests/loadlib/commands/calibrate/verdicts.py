@@ -88,7 +88,8 @@ def judge_counts(run, check="counts"):
     if seen is None:
         return skipped(check, "no metrics scrape")
     diff = seen - tool
-    figures = {"tool": tool, "server": seen, "difference": diff, "connections": c}
+    figures = {"tool": tool, "server": seen, "difference": diff, "connections": c,
+               "journal": run.get("journal")}
     if tool == 0:
         return record(check, FAIL, diff, "the tool counted no requests", "", figures)
     lost = {k: v for k, v in res["errors"].items() if v and k != "non2xx"}

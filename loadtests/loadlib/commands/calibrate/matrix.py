@@ -38,9 +38,7 @@ notesd of its own, and scorecard.py writes the Markdown, JSON and SVG
 scorecard. command.py's run_matrix() runs the phases in order.
 """
 import dataclasses
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -53,7 +51,7 @@ from loadlib.commands.calibrate.verdicts import (
     RAMP_OPTIONS, RATE_OPTIONS, judge_connections, judge_counts, judge_errors, judge_latency,
     judge_omission, judge_overhead, judge_ramp, judge_schedule, skipped)
 from loadlib.report import logger
-from loadlib.tools import run as toolrun
+from loadlib.tools import run as toolrun, wrk
 from loadlib.tools.base import RunSpec
 
 # ------------------------------------------------------------------ the runs
@@ -228,9 +226,8 @@ def run_checks(name, adapter, target, features, smoke):
     counts = go("counts", PATHS["counts"])
     if since is not None:
         # every request the counter counted has its record (the smoke test holds it)
-        records, lost, _ = journal.read(target.metrics_port, since)
-        counts["journal"] = {"records": len(journal.of_kind(records, route="/json")),
-                             "lost": lost}
+        records, lost = json_records(target, since)
+        counts["journal"] = {"records": len(records), "lost": lost}
     checks["counts"] = judge_counts(counts)
     if smoke:
         return checks, runs
@@ -277,13 +274,22 @@ def schedule_run(name, adapter, target, runs):
                     rate=SCHEDULE_RATE)
     log(f"{name}: schedule (/json, c={spec.connections}, {SCHEDULE_RATE:g}/s)")
     run = runs["schedule"] = measure(adapter, spec, target, "/json")
-    records, lost, _ = journal.read(target.metrics_port, since)
-    records = journal.of_kind(records, route="/json")
-    run["journal"] = {"records": len(records), "lost": lost,
-                      "schedule": journal.schedule([r["started_us"] for r in records],
-                                                   SCHEDULE_RATE, poisson=True),
-                      "connections": journal.connections(records)}
+    run["journal"] = schedule_view(*json_records(target, since))
     return run
+
+
+def json_records(target, since):
+    """(the journal's records of GET /json after `since`, records lost since then)."""
+    records, lost, _ = journal.read(target.metrics_port, since)
+    return journal.of_kind(records, route="/json"), lost
+
+
+def schedule_view(records, lost):
+    """A schedule run's journal figures, as judge_schedule reads them."""
+    return {"records": len(records), "lost": lost,
+            "schedule": journal.schedule([r["started_us"] for r in records], SCHEDULE_RATE,
+                                         poisson=True),
+            "connections": journal.connections(records)}
 
 
 def ramp_run(name, adapter, target, runs):
@@ -297,8 +303,7 @@ def ramp_run(name, adapter, target, runs):
     log(f"{name}: ramp (/json, c={spec.connections}, {RAMP_START:g}/s to "
         f"{RAMP_STAGES[-1][1]:g}/s)")
     run = runs["ramp"] = measure(adapter, spec, target, "/json")
-    records, lost, _ = journal.read(target.metrics_port, since)
-    records = journal.of_kind(records, route="/json")
+    records, lost = json_records(target, since)
     arrivals = [r["started_us"] for r in records]
     run["journal"] = {"records": len(records), "lost": lost, "ramp": journal.ramp_error(
         arrivals, ((0, RAMP_START),) + RAMP_STAGES, min(arrivals)) if arrivals else {}}
@@ -320,24 +325,18 @@ def own_schedule(target, pin):
             "duration_s": SCHEDULE_SECONDS, "rate": SCHEDULE_RATE}
     run = {"spec": spec, "result": None, "failure": None}
     try:
-        proc = subprocess.run(procs.taskset(cmd, 0 if pin else None), capture_output=True,
-                              text=True, timeout=SCHEDULE_SECONDS + 60)
-        line = [x for x in proc.stdout.splitlines() if x.startswith("OPENLOAD_JSON ")]
-        if proc.returncode != 0 or not line:
-            run["failure"] = f"openload.py exited {proc.returncode}: {proc.stderr[-300:]}"
+        proc = toolrun.run_measured(procs.taskset(cmd, 0 if pin else None),
+                                    timeout=SCHEDULE_SECONDS + 60)
+        out = wrk.json_line(proc["output"], "OPENLOAD_JSON")
+        if proc["rc"] != 0 or out is None:
+            run["failure"] = f"openload.py exited {proc['rc']}: {proc['output'][-300:]}"
         else:
-            out = json.loads(line[-1].split(" ", 1)[1])
             run["result"] = {"requests": out["sent"], "openload": out}
-    except (OSError, subprocess.TimeoutExpired) as e:
+    except OSError as e:
         run["failure"] = str(e)
     time.sleep(SETTLE_S)
     run["server"] = server_view(before, target.scrape(), "/json")
-    records, lost, _ = journal.read(target.metrics_port, since)
-    records = journal.of_kind(records, route="/json")
-    run["journal"] = {"records": len(records), "lost": lost,
-                      "schedule": journal.schedule([r["started_us"] for r in records],
-                                                   SCHEDULE_RATE, poisson=True),
-                      "connections": journal.connections(records)}
+    run["journal"] = schedule_view(*json_records(target, since))
     return run
 
 

@@ -22,12 +22,14 @@ newest() is where a run starts: read(port, newest(port)) after the run is the ru
 Arrivals are read from `started_us` (the dispatcher's receipt, precise to the
 microsecond; `arrived_us` is the loop's cached clock, shared within a turn).
 """
+import csv
 import json
 import math
 import statistics
 import urllib.parse
 
 from loadlib import httpc
+from loadlib.quantile import percentile
 
 PAGE = 5000                 # the most records one page of /journal holds
 WINDOW_MS = 100             # the achieved rate is read per window of this length
@@ -86,14 +88,8 @@ def of_kind(records, kind="http", route=None):
 # ------------------------------------------------------------------ schedules
 
 def quantile(values, q):
-    """The q-quantile of `values` by linear interpolation (None when empty)."""
-    if not values:
-        return None
-    v = sorted(values)
-    pos = q * (len(v) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+    """The q-quantile (0..1) of `values`: loadlib.quantile's nearest rank; None when empty."""
+    return percentile(sorted(values), q * 100)
 
 
 def kolmogorov_p(d, n):
@@ -234,8 +230,8 @@ def join(tool, records, resolution_us=1000):
     By request id when every tool record has one; otherwise by order: the i-th tool
     record by start time is the i-th journal record by arrival. An order match is
     ambiguous where two neighbouring journal arrivals are closer than `resolution_us`
-    (the tool's timestamps could not tell them apart) and the two were matched the other
-    way round by the tool's own order; the count of such pairs is given.
+    (the tool's timestamps could not tell them apart, so the two may be swapped); the
+    count of such neighbouring pairs is given.
 
     Returns {"by", "matched", "tool_only", "server_only", "ambiguous", "client_ms":
     {"p50", "p99", "max"}} where client_ms is the tool's latency less the server's time
@@ -280,7 +276,6 @@ def k6_csv(path, id_header=None):
     (its timestamp is the second the request ended, so start_us is that less the
     duration, to k6's 1 s resolution); request_id from the tag named `id_header`
     when the script tags its requests with it."""
-    import csv
     out = []
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
@@ -298,7 +293,6 @@ def k6_csv(path, id_header=None):
 def hey_csv(path, t0_us):
     """hey's `-o csv` file (response-time in s, offset from the run's start in s) as
     join()'s tool records, given the wall-clock start of the run."""
-    import csv
     out = []
     with open(path, newline="") as f:
         for row in csv.DictReader(f):

@@ -75,11 +75,11 @@ OURS = {"loadlib", "tests"}
 LAYERS = [
     {"paths", "httpc"},
     {"prom", "netcheck", "procs", "pg", "pgbench", "mixes", "report", "charts", "cli", "tools.base",
-     "tools._npm", "journal"},
+     "tools._npm"},
     # adapters that a command or another adapter imports by name: on tools.base
     {"quantile", "openmetrics", "tools.wrk", "tools.k6", "tools.locust", "tools.artillery", "netns", "server", "database",
      "tools.ws_base"},
-    {"sampler", "tools.run", "tools.locust_distributed", "stats"},
+    {"sampler", "tools.run", "tools.locust_distributed", "stats", "journal"},
     {"tools.ws_run"},
     # the commands' parts, in the order they build on each other
     {"commands.harness.figures", "commands.harness.arrivals", "commands.bench.figures",

@@ -29,7 +29,7 @@ class Tap(threading.Thread):
         super().__init__(daemon=True)
         self.metrics_port = metrics_port
         self.path = os.path.join(mdir, "journal.ndjson.gz")
-        self.since = journal.read(metrics_port)[2]         # what came before the test
+        self.since = journal.newest(metrics_port)          # what came before the test
         self.records, self.lost, self.errors = 0, 0, []
         self.started = []                                  # every record's started_us
         self.stop = threading.Event()

@@ -121,7 +121,6 @@ sanitizer_chain() {
 }
 
 build "strict build" "$REPO/build-test"
-mkdir -p "$REPO/build-test"
 CHAIN_LOG="$REPO/build-test/sanitizer-chain.log"
 sanitizer_chain >"$CHAIN_LOG" 2>&1 &
 chain=$!

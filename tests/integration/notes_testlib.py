@@ -248,6 +248,18 @@ class Notesd:
         assert status == 200, status
         return body.decode()
 
+    def settled_metrics(self, timeout=10.0):
+        """/metrics once notesd has disposed of every request it received
+        (http_requests_in_flight 0). A request is counted, journaled and given its exemplar
+        when its loop disposes of it, just after its last byte is written: with several
+        loops, a scrape served by another one can come before that, while the client that
+        sent the request already has its answer."""
+        def settled():
+            text = self.metrics()
+            m = re.search(r"^http_requests_in_flight (\d+)$", text, re.M)
+            return text if m and m.group(1) == "0" else None
+        return poll(settled, timeout, "every request disposed of")
+
 
 def request(port, method, path, body=None, headers=None, conn=None):
     """One HTTP/1.1 request; returns (status, {lower-case header: value}, body bytes)."""

@@ -194,6 +194,7 @@ class LoopsTest(unittest.TestCase):
             for i in range(40):
                 request(server.port, "GET", f"/fault/{200 + i}", headers={
                     "traceparent": f"00-{trace_id(1000 + i)}-00f067aa0ba902b7-01"})
+            server.settled_metrics()           # every request disposed of: its exemplar kept
             found = exemplars(scrape(server.metrics_port, OM_ACCEPT)[1])
             for i in range(40):
                 self.assertIn(trace_id(1000 + i), found)

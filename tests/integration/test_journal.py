@@ -245,6 +245,7 @@ class JournalRingTest(unittest.TestCase):
         try:
             for i in range(40):  # a connection each: the kernel spreads them over the loops
                 self.assertEqual(request(server.port, "GET", "/json")[0], 200)
+            server.settled_metrics()  # every request disposed of, so journaled and counted
             total = metric(server, "http_requests_total")  # since start-up, its probes too
             seen = []
             for loop in (0, 1):

@@ -84,7 +84,7 @@ class ThreadsTest(unittest.TestCase):
                 for c in clients:
                     c.join()
             self.assertEqual(errors, [])
-            after = parse(server.metrics())
+            after = parse(server.settled_metrics())
             sent = {}
             for c in counts:
                 for k, v in c.items():

@@ -35,6 +35,8 @@ COMMANDS = {
                   "calibrate"),
     "bench": ("loadlib.commands.bench.command",
               "notesd against its limits and its peers; --compare REV: two builds", "bench"),
+    "judge": ("loadlib.commands.judge.command",
+              "any load tool judged from the server's side: a verdict and a page", "judge"),
 }
 
 
@@ -77,4 +79,4 @@ def console_script():
 # the console scripts that run one command (pyproject.toml), from before the one entry point
 SCRIPTS = {"notesd-loadtest": "harness", "notesd-analyze": "analyze", "notesd-bench": "bench",
            "notesd-verify": "verify", "notesd-reconcile": "reconcile",
-           "notesd-calibrate": "calibrate"}
+           "notesd-calibrate": "calibrate", "notesd-judge": "judge"}

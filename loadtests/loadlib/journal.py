@@ -1,21 +1,24 @@
-"""notesd's request journal, read and judged: when each request arrived, on which
+"""notesd's request journal, read and measured: when each request arrived, on which
 connection, and which of a load tool's records it is.
 
-notesd started with JOURNAL=N serves each loop's last N records as NDJSON at
-GET /journal?loop=L&since=SEQ&limit=K on its metrics port (docs/journal.md). This
-module pages through them without losing or repeating one (read()), and computes
-from plain lists of records, so every figure here is tested on synthetic ones:
+notesd started with JOURNAL=N serves each loop's last N records at GET /journal on its
+metrics port (docs/journal.md); journal_pages.py reads its pages. read() returns a
+run's records as dicts; judge reads them as columns (journal_pages.Collector). The
+figures here take plain sequences or numpy arrays, so each is tested on synthetic
+records and costs a fraction of a second for a million:
 
-  schedule()     an open-model tool's arrivals against the rate it claims: the rate
-                 achieved per 100 ms window, the inter-arrival coefficient of
-                 variation, a Kolmogorov-Smirnov distance to the exponential (for a
-                 tool that claims Poisson arrivals), the longest gap; ramp_error() for
-                 a ramping executor.
-  connections()  requests per connection and connection lifetimes.
+  schedule()     arrivals against a constant rate: the rate achieved, per window
+                 (window_for(): at least WINDOW_ARRIVALS expected in each), the
+                 inter-arrival coefficient of variation, a Kolmogorov-Smirnov distance
+                 to the exponential (Poisson arrivals), the longest gap, how arrivals
+                 clump; ramp_error() for a ramping rate.
+  connections()  requests per connection, connection lifetimes, how many at once.
   join()         a tool's per-request log matched to the journal: by X-Request-Id
                  where the tool sent one, else by order of sending, with how often
                  that order is ambiguous; the client's share of each latency, and the
                  requests only one side counted.
+  read_log()     a tool's per-request log: judge's generic CSV (LOG_HEADER), k6's CSV,
+                 hey's CSV, h2load's log, ab's -g file.
 
 newest() is where a run starts: read(port, newest(port)) after the run is the run.
 
@@ -23,42 +26,40 @@ Arrivals are read from `started_us` (the dispatcher's receipt, precise to the
 microsecond; `arrived_us` is the loop's cached clock, shared within a turn).
 """
 import csv
-import json
 import math
-import statistics
-import urllib.parse
 
-from loadlib import httpc
+import numpy as np
+
+from loadlib import journal_pages
 from loadlib.quantile import percentile
 
-PAGE = 5000                 # the most records one page of /journal holds
-WINDOW_MS = 100             # the achieved rate is read per window of this length
+PAGE = journal_pages.NDJSON_PAGE    # the most records one NDJSON page holds
+WINDOW_MS = 100             # the shortest window the achieved rate is read over ...
+WINDOW_ARRIVALS = 20        # ... made longer where fewer than this many are due in one
+CLUMP_GAP = 2.0             # a gap this many times the mean one separates two clumps
+# judge's generic per-request CSV (loadtests/judge.md): wall-clock send time in µs since
+# the epoch, the X-Request-Id sent (empty: none), µs until the answer's last byte, status
+LOG_HEADER = ("start_us", "request_id", "latency_us", "status")
 
 
 # ------------------------------------------------------------------ reading
 
-def read(metrics_port, since=None, host="127.0.0.1", timeout=10.0):
+def read(metrics_port, since=None, host="127.0.0.1", timeout=10.0, token=None):
     """Every record of every loop after `since` ({loop: seq}, default from the start):
     (records sorted by started_us, lost, next) where lost counts the records the ring
     overwrote before this read and next is the {loop: seq} to pass next time."""
+    source = journal_pages.Source(metrics_port, host, token, timeout)
     since = dict(since or {})
     records, lost, loops, loop = [], 0, 1, 0
     while loop < loops:
         seq = since.get(loop, 0)
         while True:
-            query = urllib.parse.urlencode({"loop": loop, "since": seq, "limit": PAGE})
-            res = httpc.request(metrics_port, f"/journal?{query}", timeout=timeout, host=host)
-            if res.status != 200:
-                raise OSError(f"GET /journal: {res.status} {res.body[:200]!r}")
-            loops = int(res.headers.get("journal-loops", "1"))
-            lines = [json.loads(line) for line in res.body.splitlines() if line.strip()]
-            for rec in lines:
-                if "lost" in rec:
-                    lost += rec["lost"]
-                else:
-                    records.append(rec)
-            seq = int(res.headers.get("journal-next", seq))
-            if not lines:
+            page = source.records(loop, seq)
+            loops = page.loops
+            lost += page.lost
+            records += page.records
+            seq = page.next or seq
+            if not page.count:
                 break
         since[loop] = seq
         loop += 1
@@ -66,19 +67,10 @@ def read(metrics_port, since=None, host="127.0.0.1", timeout=10.0):
     return records, lost, since
 
 
-def newest(metrics_port, host="127.0.0.1", timeout=10.0):
+def newest(metrics_port, host="127.0.0.1", timeout=10.0, token=None):
     """{loop: the newest record's seq}: the `since` from which read() returns only what
     comes next, found without reading the ring (one short page per loop)."""
-    marks, loops, loop = {}, 1, 0
-    while loop < loops:
-        res = httpc.request(metrics_port, f"/journal?loop={loop}&since=0&limit=1",
-                            timeout=timeout, host=host)
-        if res.status != 200:
-            raise OSError(f"GET /journal: {res.status} {res.body[:200]!r}")
-        loops = int(res.headers.get("journal-loops", "1"))
-        marks[loop] = int(res.headers.get("journal-newest", "0"))
-        loop += 1
-    return marks
+    return journal_pages.Source(metrics_port, host, token, timeout).newest()
 
 
 def of_kind(records, kind="http", route=None):
@@ -89,7 +81,10 @@ def of_kind(records, kind="http", route=None):
 
 def quantile(values, q):
     """The q-quantile (0..1) of `values`: loadlib.quantile's nearest rank; None when empty."""
-    return percentile(sorted(values), q * 100)
+    if not len(values):
+        return None
+    v = percentile(np.sort(np.asarray(values)), q * 100)
+    return v.item() if hasattr(v, "item") else v
 
 
 def kolmogorov_p(d, n):
@@ -107,15 +102,22 @@ def kolmogorov_p(d, n):
 def ks_exponential(gaps_s, rate):
     """(D, p) of the inter-arrival gaps (seconds) against the exponential with mean
     1/rate: what Poisson arrivals at `rate` would give."""
-    v = sorted(gaps_s)
+    v = np.sort(np.asarray(gaps_s, dtype=float))
     n = len(v)
     if n == 0:
         return None, None
-    d = 0.0
-    for i, x in enumerate(v):
-        f = 1.0 - math.exp(-rate * x)
-        d = max(d, (i + 1) / n - f, f - i / n)
+    f = 1.0 - np.exp(-rate * v)
+    i = np.arange(n)
+    d = float(max(np.max((i + 1) / n - f), np.max(f - i / n), 0.0))
     return d, kolmogorov_p(d, n)
+
+
+def window_for(rate):
+    """The window (ms) a constant `rate` is read over: WINDOW_MS, or longer in steps of
+    10 ms where it would hold fewer than WINDOW_ARRIVALS (at 200/s: 100 ms, 20 each)."""
+    if not rate or rate <= 0:
+        return WINDOW_MS
+    return max(WINDOW_MS, 10 * math.ceil(100 * WINDOW_ARRIVALS / rate - 1e-9))
 
 
 def windows(arrivals_us, start_us, end_us, window_ms=WINDOW_MS):
@@ -123,52 +125,69 @@ def windows(arrivals_us, start_us, end_us, window_ms=WINDOW_MS):
     is left out."""
     width = window_ms * 1000
     n = max(0, int((end_us - start_us) // width))
-    counts = [0] * n
-    for t in arrivals_us:
-        i = int((t - start_us) // width)
-        if 0 <= i < n:
-            counts[i] += 1
-    return counts
+    t = np.asarray(arrivals_us, dtype=np.int64)
+    i = (t - int(start_us)) // width
+    i = i[(i >= 0) & (i < n)]
+    return np.bincount(i, minlength=n)[:n].tolist() if n else []
 
 
-def schedule(arrivals_us, rate, poisson=False, window_ms=WINDOW_MS, trim_ms=WINDOW_MS):
-    """How well arrivals (microseconds, any order) kept a constant `rate` per second.
-    The first and last `trim_ms` are left out of the windows (a tool's start and stop).
-    Returns a dict of figures; None where there are too few arrivals."""
-    t = sorted(arrivals_us)
+def clumps(gaps_s):
+    """How arrivals bunch: (mean arrivals per clump, seconds from one clump to the next
+    (median)), clumps being separated by gaps of CLUMP_GAP times the mean gap or more.
+    About c arrivals a clump for c connections in lockstep, the whole second's for a
+    tool that sends each second's share at once; a steady or random schedule's figures
+    mean little (Poisson arrivals: about 7 a "clump")."""
+    g = np.asarray(gaps_s, dtype=float)
+    if not len(g) or g.mean() <= 0:
+        return None, None
+    apart = g >= CLUMP_GAP * g.mean()
+    between = float(np.median(g[apart])) if apart.any() else None
+    return (len(g) + 1) / (np.count_nonzero(apart) + 1), between
+
+
+def schedule(arrivals_us, rate, poisson=False, window_ms=None, trim_ms=None, duration_s=None):
+    """How well arrivals (microseconds, any order) kept a constant `rate` per second,
+    over `duration_s` from the first when given, else until the last. The windows are
+    window_for(rate) long; the first and last `trim_ms` (default a window) are left
+    out of them (a tool's start and stop). Returns a dict of figures; only "arrivals"
+    and "rate" where there are fewer than three."""
+    t = np.sort(np.asarray(arrivals_us, dtype=np.int64))
     if len(t) < 3:
         return {"arrivals": len(t), "rate": rate}
-    start, end = t[0] + trim_ms * 1000, t[-1] - trim_ms * 1000
-    counts = windows(t, start, end, window_ms)
-    per_s = [c * 1000 / window_ms for c in counts]
+    window_ms = window_ms or window_for(rate)
+    trim = (window_ms if trim_ms is None else trim_ms) * 1000
+    end = int(t[0] + duration_s * 1e6) if duration_s else int(t[-1])
+    per_s = np.array(windows(t, int(t[0]) + trim, end - trim, window_ms)) * 1000 / window_ms
     span_s = (t[-1] - t[0]) / 1e6
-    gaps = [(b - a) / 1e6 for a, b in zip(t, t[1:])]
-    mean_gap = statistics.fmean(gaps)
+    gaps = np.diff(t) / 1e6
+    mean_gap = gaps.mean()
+    per_clump, between = clumps(gaps)
     out = {
-        "arrivals": len(t), "rate": rate, "span_s": round(span_s, 3),
+        "arrivals": len(t), "rate": rate, "span_s": round(span_s, 3), "window_ms": window_ms,
         "achieved_rate": round((len(t) - 1) / span_s, 2) if span_s > 0 else None,
-        "windows": len(counts),
+        "windows": len(per_s),
         "window_rate_p5": quantile(per_s, 0.05), "window_rate_p50": quantile(per_s, 0.5),
         "window_rate_p95": quantile(per_s, 0.95),
         # the share of windows within half the expected count of it
-        "windows_on_rate": (sum(1 for r in per_s if abs(r - rate) <= 0.5 * rate) / len(per_s)
-                            if per_s else None),
-        "gap_cv": round(statistics.pstdev(gaps) / mean_gap, 3) if mean_gap > 0 else None,
-        "longest_gap_ms": round(max(gaps) * 1000, 3),
+        "windows_on_rate": (float(np.mean(np.abs(per_s - rate) <= 0.5 * rate))
+                            if len(per_s) else None),
+        "gap_cv": round(float(gaps.std() / mean_gap), 3) if mean_gap > 0 else None,
+        "longest_gap_ms": round(float(gaps.max()) * 1000, 3),
+        "per_clump": round(per_clump, 2), "clump_every_ms": None if between is None
+        else round(between * 1000, 1),
     }
+    if duration_s:
+        out.update(duration_s=duration_s, expected=round(rate * duration_s, 1))
     if poisson:
         d, p = ks_exponential(gaps, rate)
         out.update(ks_d=round(d, 4), ks_p=p)
     return out
 
 
-def ramp_error(arrivals_us, stages, start_us, window_ms=500):
-    """A ramping executor's achieved rate against its stages: `stages` [(seconds,
-    target rate)] from a starting rate of stages[0]'s start (k6's `startRate` is the
-    rate before the first stage: pass it as a 0-second stage). Returns the mean and the
-    largest absolute relative error of the per-window rate against the linear ramp, over
-    windows whose expected rate is at least 1/s."""
-    points, t = [], 0.0                          # (second, rate) corners of the ramp
+def ramp_points(stages):
+    """The corners (second, rate) of a ramp given as stages [(seconds, target)], the
+    first stage's target being the start (a 0-second first stage: a start and no more)."""
+    points, t = [], 0.0
     for seconds, target in stages:
         if not points:
             points.append((0.0, target))
@@ -176,51 +195,111 @@ def ramp_error(arrivals_us, stages, start_us, window_ms=500):
                 continue
         t += seconds
         points.append((t, target))
+    return points
 
-    def expected(at):
-        for (t0, r0), (t1, r1) in zip(points, points[1:]):
-            if t0 <= at <= t1:
-                return r0 if t1 == t0 else r0 + (r1 - r0) * (at - t0) / (t1 - t0)
-        return points[-1][1]
 
+def ramp_error(arrivals_us, stages, start_us, window_ms=500):
+    """A ramping executor's achieved rate against its stages: `stages` [(seconds,
+    target rate)] from a starting rate of stages[0]'s start (k6's `startRate` is the
+    rate before the first stage: pass it as a 0-second stage). Returns the mean and the
+    largest absolute relative error of the per-window rate against the linear ramp, over
+    windows whose expected rate is at least 1/s, the arrivals due in the smallest of them
+    ("least_expected"), the mean error Poisson arrivals would have, and each judged
+    window's arrivals ("counts") and arrivals due ("due")."""
+    points = ramp_points(stages)
     end_us = start_us + points[-1][0] * 1e6
-    counts = windows(arrivals_us, start_us, end_us, window_ms)
-    errors = []
-    for i, c in enumerate(counts):
-        mid = (i + 0.5) * window_ms / 1000
-        want = expected(mid)
-        if want >= 1:
-            errors.append(abs(c * 1000 / window_ms - want) / want)
-    if not errors:
+    counts = np.array(windows(arrivals_us, start_us, end_us, window_ms), dtype=float)
+    mids = (np.arange(len(counts)) + 0.5) * window_ms / 1000
+    want = np.interp(mids, [p[0] for p in points], [p[1] for p in points])
+    judged = want >= 1
+    if not judged.any():
         return {"windows": 0}
-    return {"windows": len(errors), "mean_error": round(statistics.fmean(errors), 3),
-            "max_error": round(max(errors), 3)}
+    errors = np.abs(counts[judged] * 1000 / window_ms - want[judged]) / want[judged]
+    due = want[judged] * window_ms / 1000
+    return {"windows": int(judged.sum()), "mean_error": round(float(errors.mean()), 3),
+            "max_error": round(float(errors.max()), 3),
+            "least_expected": round(float(due.min()), 1),
+            # what Poisson arrivals would be off on average: E|X - k| / k ~ sqrt(2 / (pi k))
+            "poisson_mean_error": round(float(np.mean(np.sqrt(2 / (np.pi * due)))), 4),
+            "counts": counts[judged].astype(int).tolist(),
+            "due": np.round(due, 2).tolist()}
 
 
 # ------------------------------------------------------------------ connections
 
-def connections(records):
+def connection_figures(loop, conn, conn_at_us, started_us, ended_us):
     """Requests per connection and connection lifetimes (first accept to last answer,
-    seconds) of HTTP records."""
-    by_conn = {}
-    for r in records:
-        if r["kind"] != "http":
-            continue
-        c = by_conn.setdefault((r["loop"], r["conn"]), {"n": 0, "at": r["conn_at_us"], "end": 0})
-        c["n"] += 1
-        c["end"] = max(c["end"], r["ended_us"])
-    per = [c["n"] for c in by_conn.values()]
-    life = [(c["end"] - c["at"]) / 1e6 for c in by_conn.values()]
-    if not per:
+    seconds), from one array per field of a run's HTTP records; `most_at_once` is the
+    most connections open together, `opened_late` those accepted over a second after
+    the first request."""
+    if not len(conn):
         return {"connections": 0}
-    return {"connections": len(per), "requests": sum(per),
-            "per_connection_min": min(per), "per_connection_median": statistics.median(per),
-            "per_connection_max": max(per),
-            "lifetime_median_s": round(statistics.median(life), 3),
-            "lifetime_max_s": round(max(life), 3)}
+    key = np.asarray(conn, dtype=np.int64) * 1024 + np.asarray(loop, dtype=np.int64)
+    keys, which, per = np.unique(key, return_inverse=True, return_counts=True)
+    at = np.full(len(keys), np.iinfo(np.int64).max)
+    np.minimum.at(at, which, np.asarray(conn_at_us, dtype=np.int64))
+    end = np.zeros(len(keys), dtype=np.int64)
+    np.maximum.at(end, which, np.asarray(ended_us, dtype=np.int64))
+    life = (end - at) / 1e6
+    # open and close events in order of time; a close before an open at the same moment
+    events = np.concatenate([np.stack([at, np.ones_like(at)], 1),
+                             np.stack([end, -np.ones_like(end)], 1)])
+    events = events[np.lexsort((events[:, 1], events[:, 0]))]
+    first = int(np.min(started_us))
+    return {"connections": len(keys), "requests": int(per.sum()),
+            "per_connection_min": int(per.min()), "per_connection_median": float(np.median(per)),
+            "per_connection_max": int(per.max()),
+            "lifetime_median_s": round(float(np.median(life)), 3),
+            "lifetime_max_s": round(float(life.max()), 3),
+            "most_at_once": int(np.cumsum(events[:, 1]).max()),
+            "opened_late": int(np.count_nonzero(at > first + 1_000_000))}
+
+
+def connections(records):
+    """connection_figures() of HTTP records given as dicts."""
+    http = [r for r in records if r["kind"] == "http"]
+    cols = {f: np.array([r[f] for r in http], dtype=np.int64)
+            for f in ("loop", "conn", "conn_at_us", "started_us", "ended_us")}
+    return connection_figures(**cols)
 
 
 # ------------------------------------------------------------------ joins
+
+def join_columns(tool, server, resolution_us=1000):
+    """join() on columns: tool {"start_us", "latency_ms", "request_id" (or None)} and
+    server {"started_us", "ended_us", "request_id" (for a join by id)}, arrays each.
+    Also returns "pairs": (tool indices, server indices) of the matched requests."""
+    t_ids = tool.get("request_id")
+    n_tool, n_server = len(tool["start_us"]), len(server["started_us"])
+    ambiguous = 0
+    if n_tool and t_ids is not None and all(t_ids):
+        by, where = "request id", {}
+        for i, rid in enumerate(server.get("request_id", [])):
+            if rid:
+                where.setdefault(rid, []).append(i)
+        ti, si = [], []
+        for i, rid in enumerate(t_ids):
+            found = where.get(rid)
+            if found:
+                ti.append(i)
+                si.append(found.pop(0))
+        ti, si = np.array(ti, dtype=np.int64), np.array(si, dtype=np.int64)
+    else:
+        by = "order"
+        n = min(n_tool, n_server)
+        ti = np.argsort(np.asarray(tool["start_us"]), kind="stable")[:n]
+        order = np.argsort(np.asarray(server["started_us"]), kind="stable")
+        si = order[:n]
+        s = np.asarray(server["started_us"])[order]
+        ambiguous = int(np.count_nonzero(np.diff(s) < resolution_us))
+    held_ms = (np.asarray(server["ended_us"])[si] - np.asarray(server["started_us"])[si]) / 1000
+    client = np.asarray(tool["latency_ms"], dtype=float)[ti] - held_ms
+    return {"by": by, "matched": len(ti), "tool_only": n_tool - len(ti),
+            "server_only": n_server - len(si), "ambiguous": ambiguous,
+            "client_ms": {"p50": quantile(client, 0.5), "p99": quantile(client, 0.99),
+                          "max": float(client.max()) if len(client) else None},
+            "pairs": (ti, si)}
+
 
 def join(tool, records, resolution_us=1000):
     """Matches a tool's per-request log to journal records.
@@ -237,39 +316,41 @@ def join(tool, records, resolution_us=1000):
     {"p50", "p99", "max"}} where client_ms is the tool's latency less the server's time
     (ended_us - started_us) per matched request."""
     http = [r for r in records if r["kind"] == "http"]
-    pairs, tool_only, server_only, ambiguous = [], [], [], 0
-    if tool and all(t.get("request_id") for t in tool):
-        by = "request id"
-        index = {}
-        for r in http:
-            if r.get("request_id"):
-                index.setdefault(r["request_id"], []).append(r)
-        used = set()
-        for t in tool:
-            found = index.get(t["request_id"])
-            if found:
-                pairs.append((t, found.pop(0)))
-                used.add(id(pairs[-1][1]))
-            else:
-                tool_only.append(t)
-        server_only = [r for r in http if id(r) not in used]
-    else:
-        by = "order"
-        ts = sorted(tool, key=lambda t: t["start_us"])
-        rs = sorted(http, key=lambda r: r["started_us"])
-        n = min(len(ts), len(rs))
-        pairs = list(zip(ts[:n], rs[:n]))
-        tool_only, server_only = ts[n:], rs[n:]
-        ambiguous = sum(1 for a, b in zip(rs, rs[1:]) if b["started_us"] - a["started_us"]
-                        < resolution_us)
-    client = [t["latency_ms"] - (r["ended_us"] - r["started_us"]) / 1000 for t, r in pairs]
-    return {"by": by, "matched": len(pairs), "tool_only": len(tool_only),
-            "server_only": len(server_only), "ambiguous": ambiguous,
-            "client_ms": {"p50": quantile(client, 0.5), "p99": quantile(client, 0.99),
-                          "max": max(client) if client else None}}
+    out = join_columns(log_columns(tool),
+                       {"started_us": np.array([r["started_us"] for r in http], dtype=np.int64),
+                        "ended_us": np.array([r["ended_us"] for r in http], dtype=np.int64),
+                        "request_id": [r.get("request_id") for r in http]}, resolution_us)
+    del out["pairs"]
+    return out
 
 
 # ------------------------------------------------------------------ tools' logs
+
+def log_columns(tool):
+    """A tool's log (records as the readers below return them) as join_columns() takes it."""
+    ids = [t.get("request_id") for t in tool]
+    return {"start_us": np.array([t["start_us"] for t in tool], dtype=np.int64),
+            "latency_ms": np.array([t["latency_ms"] for t in tool], dtype=float),
+            "request_id": ids if tool and all(ids) else None}
+
+
+def generic_csv(path):
+    """judge's per-request CSV (LOG_HEADER, in any order; other columns ignored) as
+    join()'s tool records, with "status"."""
+    out = []
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in LOG_HEADER if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: no column {', '.join(missing)} (the header must name "
+                             f"{','.join(LOG_HEADER)})")
+        for row in reader:
+            out.append({"start_us": int(float(row["start_us"])),
+                        "latency_ms": float(row["latency_us"]) / 1000,
+                        "request_id": row["request_id"] or None,
+                        "status": int(row["status"] or 0)})
+    return out
+
 
 def k6_csv(path, id_header=None):
     """k6's `--out csv` file as join()'s tool records: one per http_req_duration row
@@ -326,3 +407,38 @@ def ab_gnuplot(path):
                 out.append({"start_us": int(parts[1]) * 1_000_000,
                             "latency_ms": float(parts[4]), "request_id": None})
     return out
+
+
+# the formats read_log() knows: name -> (what its first line starts with, the reader)
+LOG_FORMATS = {"generic": None, "k6": "metric_name,", "hey": "response-time,",
+               "ab": "starttime\t", "h2load": None}
+
+
+def log_format(path):
+    """The format of a per-request log, from its first line (LOG_FORMATS)."""
+    with open(path, errors="replace") as f:
+        first = f.readline()
+    if set(LOG_HEADER) <= {c.strip() for c in first.strip().split(",")}:
+        return "generic"
+    for name, head in LOG_FORMATS.items():
+        if head and first.startswith(head):
+            return name
+    if first.split("\t")[0].strip().isdigit():
+        return "h2load"
+    raise ValueError(f"{path}: not a per-request log judge reads (its first line: "
+                     f"{first[:80]!r}); the generic CSV starts with {','.join(LOG_HEADER)}")
+
+
+def read_log(path, fmt=None, t0_us=None, id_tag=None):
+    """(format, records) of a per-request log; t0_us: the run's wall-clock start (hey's
+    offsets are from it); id_tag: the k6 tag holding each request's id."""
+    fmt = fmt or log_format(path)
+    if fmt == "hey":
+        if t0_us is None:
+            raise ValueError("hey's CSV has offsets only: the run's start is needed")
+        return fmt, hey_csv(path, t0_us)
+    readers = {"generic": generic_csv, "k6": lambda p: k6_csv(p, id_tag),
+               "h2load": h2load_log, "ab": ab_gnuplot}
+    if fmt not in readers:
+        raise ValueError(f"unknown log format {fmt!r} (one of {', '.join(LOG_FORMATS)})")
+    return fmt, readers[fmt](path)

@@ -41,8 +41,9 @@ def histogram_quantile(q, buckets):
 
 
 def percentile(sorted_values, q):
-    """Nearest-rank percentile (q in 0..100) of an ascending list; None when empty."""
-    if not sorted_values:
+    """Nearest-rank percentile (q in 0..100) of an ascending list (or numpy array); None
+    when empty."""
+    if len(sorted_values) == 0:
         return None
     k = math.ceil(len(sorted_values) * q / 100.0) - 1
     return sorted_values[max(0, min(len(sorted_values) - 1, k))]

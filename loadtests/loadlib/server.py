@@ -4,7 +4,8 @@ stopping it by its pid, and the Server-Timing sample that checks a client's
 clock against the server's. ProcessUnderTest puts those together: the one
 wrapper the harness, bench and calibrate start notesd, h2o and the Express peer
 with. What differs between them (argv, environment, ports) stays with the command
-that runs them; notesd's and the peer's own command lines are at the end.
+that runs them; notesd's and the peer's own command lines are at the end, with
+Target, the notesd calibrate's matrix and judge run tools against.
 """
 import ctypes
 import os
@@ -13,10 +14,11 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.parse
 
-from . import httpc, paths, procs
+from . import httpc, paths, procs, prom
 
 
 class NotReady(RuntimeError):
@@ -335,3 +337,47 @@ def runtime_version(runtime):
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.splitlines()[0] if out else None
+
+
+# A DB_URL for a notesd whose routes under load never query a database: it only has to parse.
+NO_DATABASE = "postgresql://calibrate@127.0.0.1:9/unused"
+
+
+class Target:
+    """A notesd on free loopback ports for a load tool to run against (calibrate's
+    matrix, judge), pinned to CPU 1 when `pin`, with Server-Timing on. db_url: its
+    database (default NO_DATABASE: the routes used never query one); extra: more flags
+    (TLS, h2c); journal: JOURNAL's records per loop (0: off). stop() ends it."""
+
+    def __init__(self, notesd, pin, extra=(), journal=0, db_url=NO_DATABASE):
+        self.port, self.metrics_port = free_port(), free_port()
+        self.metrics_url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        env = dict(os.environ, DB_URL=db_url, LOG_LEVEL="warn", SERVER_TIMING="1",
+                   JOURNAL=str(journal))
+        argv = [os.path.abspath(notesd), "--host", "127.0.0.1", "--port", str(self.port),
+                "--metrics-host", "127.0.0.1", "--metrics-port", str(self.metrics_port), *extra]
+        log_path = tempfile.mktemp(prefix="loadlib-notesd-", suffix=".log")
+        self.process = ProcessUnderTest(argv, env, paths.REPO, log_path, port=self.port,
+                                        cpus=1 if pin else None, taskset=True, tied=True,
+                                        temporary_log=True)
+        self.process.start()
+        try:
+            self.process.wait_ready(limit_s=15, poll_s=0.05)
+        except NotReady as e:
+            text = self.process.log_text().strip()
+            self.stop()
+            raise RuntimeError(f"notesd {e}: {text}") from None
+
+    def url(self, path, scheme="http", port=None):
+        return f"{scheme}://127.0.0.1:{port or self.port}{path}"
+
+    def scrape(self):
+        return prom.scrape(self.metrics_url)
+
+    def get(self, path):
+        """(status, body) of one GET on the API port."""
+        status, _, body = httpc.request(self.port, path, timeout=5)
+        return status, body.decode("utf-8", "replace")
+
+    def stop(self):
+        self.process.stop(10)

@@ -19,7 +19,7 @@ import time
 import unittest
 
 from loadlib import journal, paths, prom
-from loadlib.commands.calibrate.target import Target
+from loadlib.server import Target
 from loadlib.tools import k6 as k6tool
 
 NOTESD = os.environ.get("NOTESD_BIN") or os.path.join(paths.REPO, "build", "notesd")

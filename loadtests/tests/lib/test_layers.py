@@ -52,7 +52,8 @@ MIN_COPY_STATEMENTS = 3
 # The scripts a person runs (paths under loadtests/), and the command of loadlib/entry.py each
 # runs; notesd-loadtests runs any of them.
 ENTRY_POINTS = {"bench": "bench", "calibrate": "calibrate", "verify": "verify", "reconcile": "reconcile",
-                "harness/analyze.py": "analyze", "run.sh": "harness", "notesd-loadtests": None}
+                "harness/analyze.py": "analyze", "run.sh": "harness", "judge": "judge",
+                "notesd-loadtests": None}
 
 # The Python outside loadlib/ and tests/ that is run by path from its own folder, where only
 # a line that puts loadtests/ on sys.path reaches loadlib (README.md, "Running the commands"):
@@ -75,33 +76,35 @@ OURS = {"loadlib", "tests"}
 LAYERS = [
     {"paths", "httpc"},
     {"prom", "netcheck", "procs", "pg", "pgbench", "mixes", "report", "charts", "cli", "tools.base",
-     "tools._npm"},
+     "tools._npm", "journal_pages", "judgement", "htmlpage"},
     # adapters that a command or another adapter imports by name: on tools.base
     {"quantile", "openmetrics", "tools.wrk", "tools.k6", "tools.locust", "tools.artillery", "netns", "server", "database",
-     "tools.ws_base"},
+     "tools.ws_base", "pagecharts"},
     {"sampler", "tools.run", "tools.locust_distributed", "stats", "journal"},
     {"tools.ws_run"},
     # the commands' parts, in the order they build on each other
     {"commands.harness.figures", "commands.harness.arrivals", "commands.bench.figures",
      "commands.calibrate.report",
      "commands.calibrate.runs", "commands.calibrate.target",
-     "commands.calibrate.verdicts", "commands.reconcile.client", "commands.verify.js"},
+     "commands.calibrate.verdicts", "commands.reconcile.client", "commands.verify.js",
+     "commands.judge.figures", "commands.judge.collect", "commands.judge.page"},
     {"commands.harness.report", "commands.bench.report", "commands.bench.subjects",
      "commands.calibrate.matrix", "commands.verify.target", "commands.calibrate.ws",
      "commands.calibrate.scorecard",
      "commands.bench.headline", "commands.bench.compare_report"},
     {"commands.harness.analyze", "commands.bench.runs", "commands.bench.setup",
-     "commands.bench.revisions", "commands.calibrate.protocols", "commands.verify.api",
+     "commands.bench.revisions", "commands.calibrate.protocols", "commands.calibrate.scorecard_page",
+     "commands.verify.api",
      "commands.verify.work"},
     {"commands.bench.sweep", "commands.bench.netns", "commands.bench.compare"},
     # the commands: main(argv) of each
     {"commands.harness.command", "commands.bench.command", "commands.verify.command",
-     "commands.calibrate.command", "commands.reconcile.command"},
+     "commands.calibrate.command", "commands.reconcile.command", "commands.judge.command"},
     # the one entry point, which imports the commands by name when one runs, and python3 -m loadlib
     {"entry"},
     {"__main__"},
 ]
-COMMAND_PACKAGES = {"harness", "bench", "verify", "calibrate", "reconcile"}
+COMMAND_PACKAGES = {"harness", "bench", "verify", "calibrate", "reconcile", "judge"}
 
 
 def command_of(module):

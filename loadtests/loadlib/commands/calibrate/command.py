@@ -35,7 +35,8 @@ only loopback targets are accepted.
 (matrix.py and its parts run and judge it, scorecard.py writes it): every
 listed tool ("all": every adapter in loadlib/tools) through the same checks against
 a notesd started for it, a scorecard on stdout and in
-loadtests/results/calibrate-<UTC time>/ (scorecard.md, scorecard.json, SVG charts).
+loadtests/results/calibrate-<UTC time>/ (scorecard.md, scorecard.json, SVG charts,
+scorecard.html; --html FILE: that page here too).
 --smoke runs the counts check alone, two seconds per tool. The scorecard gains the
 WebSocket column (ws.py) for the listed tools that speak WebSocket; --ws
 LIST runs that column alone.
@@ -57,7 +58,8 @@ import time
 import urllib.parse
 
 from loadlib import procs, server as srv
-from loadlib.commands.calibrate import matrix, protocols, report, runs, scorecard, ws
+from loadlib.commands.calibrate import (matrix, protocols, report, runs, scorecard,
+                                       scorecard_page, ws)
 from loadlib.netcheck import is_loopback
 from loadlib.paths import LOADTESTS, REPO
 from loadlib.report import logger
@@ -93,6 +95,7 @@ def parse_args(argv=None):
     p.add_argument("--wrk", help="path of wrk (default: from PATH)")
     p.add_argument("--out", help="also write the Markdown report here")
     p.add_argument("--json", help="write the raw figures here")
+    p.add_argument("--html", help="with --tools: also write the scorecard as one page here")
     p.add_argument("--ws", help="the WebSocket column alone: 'all' or a comma list of tools "
                    "with a loadlib/tools/ws_* adapter (k6, artillery, tsung)")
     p.add_argument("--tools", help="the conformance matrix instead: 'all' or a comma list of "
@@ -110,6 +113,8 @@ def parse_args(argv=None):
         p.error("--smoke goes with --tools")
     if args.merge and not args.tools:
         p.error("--merge goes with --tools")
+    if args.html and not args.tools:
+        p.error("--html goes with --tools")
     if args.tools and args.base_url:
         p.error("--tools starts its own notesd (it needs TLS and h2c variants); drop --base-url")
     if not 1 <= args.seconds <= 30:
@@ -266,6 +271,9 @@ def main_matrix(p, args):
     outdir = os.path.join(LOADTESTS, "results", "calibrate-" + data["started"].replace(":", ""))
     print(ws.append(scorecard.write(data, outdir, args.out, args.json), data,
                               outdir, args.out))
+    for path in (os.path.join(outdir, "scorecard.html"), args.html):
+        if path:
+            scorecard_page.write_scorecard_page(data, path)
     log(f"scorecard in {outdir}")
     return 0
 

@@ -46,7 +46,8 @@ import time
 
 from loadlib import journal, procs, prom, server as srv
 from loadlib.paths import LOADTESTS
-from loadlib.commands.calibrate.target import Target, lacking, server_features, server_view
+from loadlib.commands.calibrate.target import lacking, server_features, server_view
+from loadlib.server import Target
 from loadlib.commands.calibrate.verdicts import (
     RAMP_OPTIONS, RATE_OPTIONS, judge_connections, judge_counts, judge_errors, judge_latency,
     judge_omission, judge_overhead, judge_ramp, judge_schedule, skipped)

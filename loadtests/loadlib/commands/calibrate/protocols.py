@@ -8,9 +8,9 @@ import tempfile
 
 from loadlib.commands.calibrate.matrix import (CONNECTIONS, COUNT_RPS, LABELS, PATHS, log, measure,
                                                spec_for)
-from loadlib.commands.calibrate.target import Target, lacking, make_cert
+from loadlib.commands.calibrate.target import lacking, make_cert
+from loadlib.server import Target, free_port
 from loadlib.commands.calibrate.verdicts import judge_counts, judge_latency, skipped
-from loadlib.server import free_port
 
 # Protocols: the tools whose adapters speak HTTP/2, and over what ("tls": h2 by ALPN on
 # the TLS port; "h2c": prior knowledge on the cleartext port).

@@ -1,55 +1,12 @@
-"""calibrate --tools: the notesd the conformance matrix runs against (Target, on free
-loopback ports, pinned to CPU 1), what it offers of the fixture API (its routes,
-counters and options, probed), the server's side of one run (deltas of its
-/metrics), and the self-signed certificate of its TLS port.
+"""calibrate --tools: what the matrix's notesd (loadlib.server.Target, on free loopback
+ports, pinned to CPU 1) offers of the fixture API (its routes, counters and options,
+probed), the server's side of one run (deltas of its /metrics), and the self-signed
+certificate of its TLS port.
 """
 import os
 import subprocess
-import tempfile
 
-from loadlib import httpc, prom, server as srv
-from loadlib.paths import REPO
-from loadlib.server import free_port
-
-
-class Target:
-    """A notesd for the matrix on free loopback ports, pinned to CPU 1 when the machine
-    allows, without a database (the routes used never query one; DB_URL only has to
-    parse), with Server-Timing on. extra: more flags (TLS, h2c); journal: JOURNAL's
-    records per loop (0: off). stop() ends it."""
-
-    def __init__(self, notesd, pin, extra=(), journal=0):
-        self.port, self.metrics_port = free_port(), free_port()
-        self.metrics_url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        env = dict(os.environ, DB_URL="postgresql://calibrate@127.0.0.1:9/unused",
-                   LOG_LEVEL="warn", SERVER_TIMING="1", JOURNAL=str(journal))
-        argv = [os.path.abspath(notesd), "--host", "127.0.0.1", "--port", str(self.port), "--metrics-host",
-                "127.0.0.1", "--metrics-port", str(self.metrics_port), *extra]
-        log_path = tempfile.mktemp(prefix="calibrate-matrix-notesd-", suffix=".log")
-        self.process = srv.ProcessUnderTest(argv, env, REPO, log_path, port=self.port,
-                                            cpus=1 if pin else None, taskset=True, tied=True,
-                                            temporary_log=True)
-        self.process.start()
-        try:
-            self.process.wait_ready(limit_s=15, poll_s=0.05)
-        except srv.NotReady as e:
-            text = self.process.log_text().strip()
-            self.stop()
-            raise RuntimeError(f"notesd {e}: {text}") from None
-
-    def url(self, path, scheme="http", port=None):
-        return f"{scheme}://127.0.0.1:{port or self.port}{path}"
-
-    def scrape(self):
-        return prom.scrape(self.metrics_url)
-
-    def get(self, path):
-        """(status, body) of one GET on the API port."""
-        status, _, body = httpc.request(self.port, path, timeout=5)
-        return status, body.decode("utf-8", "replace")
-
-    def stop(self):
-        self.process.stop(10)
+from loadlib import prom
 
 
 def server_features(notesd, target):

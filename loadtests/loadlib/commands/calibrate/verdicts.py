@@ -7,7 +7,10 @@ evidence that says whose figure is right. The thresholds are the constants below
 each with the reason for its value. Nothing here runs anything.
 """
 
-PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
+from loadlib import judgement
+from loadlib.judgement import CONN_SPARE, FAIL, PASS, WARN
+
+SKIP = "SKIP"
 
 # The truth of the latency check: /delay/50?jitter=10 is uniform on [40, 60] ms, so the
 # q-th percentile is 40 + 20q.
@@ -19,10 +22,9 @@ LATENCY_TRUTH = {"p50": 50.0, "p90": 58.0, "p99": 59.8}
 LATENCY_PASS_MS = 2.0
 LATENCY_WARN_MS = 10.0
 
-# Connections: a keep-alive tool opens its c connections once. PASS up to c + 2 (a
-# tool may open one probe or spare connection), WARN up to 2c (reconnects now and
-# then), FAIL beyond (it reconnects per request or ignores keep-alive).
-CONN_SPARE = 2
+# Connections: a keep-alive tool opens its c connections once. PASS up to c + CONN_SPARE
+# (judgement.py's: a tool may open one probe or spare connection), WARN up to 2c
+# (reconnects now and then), FAIL beyond (it reconnects per request or ignores keep-alive).
 
 # Overhead: the side whose process used more of its pinned core was the bottleneck,
 # unless neither used half of it while a core was 90% busy: then other work on the
@@ -36,26 +38,9 @@ OVERHEAD_FULL_CORE = 0.9
 # p99 (far above a closed model's, far below the truth's sampling noise); its max
 # shows a stall when it reaches 80% of the stall's length.
 OMISSION_SHOW_SHARE = 0.5
-# Check 8, the schedule, from the journal's arrival times (calibration/README.md says why):
-# PASS when the tool sent within SCHEDULE_RATE_PASS of the rate asked for, at least
-# SCHEDULE_WINDOWS_PASS of the 100 ms windows held within half the expected count of it,
-# no gap was longer than SCHEDULE_GAP_PASS_MS (a whole window with nothing sent), and the
-# inter-arrival times varied no more than Poisson arrivals' do (CV at most 1: a tool that
-# sends in bursts, its connections in lockstep, goes beyond); WARN within the looser
-# figures; FAIL beyond.
-SCHEDULE_RATE_PASS, SCHEDULE_RATE_WARN = 0.05, 0.20
-SCHEDULE_WINDOWS_PASS, SCHEDULE_WINDOWS_WARN = 0.90, 0.60
-SCHEDULE_GAP_PASS_MS = 100.0
-SCHEDULE_CV_PASS = 1.0
 OMISSION_MAX_SHARE = 0.8
-# Check 8's ramp, for the tools with a ramping open model (RAMP_OPTIONS): the rate per
-# 500 ms window against the linear ramp asked for (journal.ramp_error). The matrix's ramp
-# (50 to 250/s) puts 25 to 125 arrivals in a window, so a tool sending exactly on its ramp
-# is off by at most one arrival, 4%: PASS when the mean error is within RAMP_MEAN_PASS and
-# no window is off by more than RAMP_MAX_PASS (a window with a fifth of its arrivals missing
-# or extra is a stall or a burst); WARN when the mean is within RAMP_MEAN_WARN; FAIL beyond.
-RAMP_MEAN_PASS, RAMP_MEAN_WARN = 0.05, 0.20
-RAMP_MAX_PASS = 0.20
+# Check 8 (the schedule and the ramp) is loadlib/judgement.py's schedule_check() and
+# ramp_check(), judge's own: its thresholds are there.
 # The adapters that turn RunSpec.rate into the tool's own rate option (see each
 # adapter's docstring); the others (ab, h2load, siege, wrk, curl) have none.
 RATE_OPTIONS = {"hey": "-q per worker", "httperf": "--rate (a connection per request)",
@@ -326,7 +311,8 @@ def judge_omission(run, tool):
 
 
 def judge_schedule(run):
-    """Check 8: the arrivals the journal recorded against the rate the tool was asked for."""
+    """Check 8: the arrivals the journal recorded against the rate the tool was asked for
+    (judgement.schedule_check, with judge's thresholds)."""
     if run["result"] is None:
         return failed_run("schedule", run)
     j = run["journal"]
@@ -336,56 +322,40 @@ def judge_schedule(run):
     disagrees = journal_agrees("schedule", j, figures["server_requests"], figures)
     if disagrees:
         return disagrees
-    if s.get("achieved_rate") is None or not s.get("windows"):
-        return record("schedule", FAIL, None, f"{s['arrivals']} arrivals: too few to judge", "",
-                      figures)
-    err = s["achieved_rate"] / rate - 1
-    on, gap = s["windows_on_rate"], s["longest_gap_ms"]
-    detail = (f"{s['achieved_rate']:.1f}/s of {rate:g}/s asked ({err * 100:+.1f}%); "
-              f"{on * 100:.0f}% of 100 ms windows within half of it; longest gap {gap:.1f} ms; "
-              f"inter-arrival CV {s['gap_cv']}")
-    if abs(err) <= SCHEDULE_RATE_PASS and on >= SCHEDULE_WINDOWS_PASS and \
-            gap <= SCHEDULE_GAP_PASS_MS and (s["gap_cv"] or 0) <= SCHEDULE_CV_PASS:
-        return record("schedule", PASS, round(err * 100, 1), detail, "", figures)
-    verdict = WARN if abs(err) <= SCHEDULE_RATE_WARN and on >= SCHEDULE_WINDOWS_WARN else FAIL
-    return record("schedule", verdict, round(err * 100, 1), detail,
+    c = judgement.schedule_check(s)
+    err = (round(judgement.rate_error(s) * 100, 1) if s.get("achieved_rate") is not None
+           else None)
+    return record("schedule", c["verdict"], err, c["figure"] + (f": {c['reason']}" if c["reason"]
+                                                                 else ""),
+                  "" if c["verdict"] == PASS else
                   "the journal's arrival times are the server's clock on every request; the "
                   "tool's own rate figure is an average that hides bursts and gaps", figures)
 
 
 def journal_agrees(check, j, counted, figures):
     """A WARN record when the journal lost records or holds other than the counter's
-    count of the run's requests (its figures would then be of a part of the run); None
-    when it holds every request."""
-    if j["lost"]:
-        return record(check, WARN, None, f"the journal lost {j['lost']} records", "", figures)
-    if counted is not None and j["records"] != counted:
-        return record(check, WARN, None, f"the journal holds {j['records']} records of "
-                      f"GET /json, http_requests_total grew by {counted}", "", figures)
-    return None
+    count of the run's requests (judgement.journal_check); None when it holds every
+    request."""
+    c = judgement.journal_check(j["records"], j["lost"], counted)
+    return None if c["verdict"] == PASS else record(check, WARN, None, c["reason"], "", figures)
 
 
 def judge_ramp(run):
-    """Check 8's ramp: the arrivals the journal recorded against the ramp asked for."""
+    """Check 8's ramp: the arrivals the journal recorded against the ramp asked for
+    (judgement.ramp_check)."""
     if run["result"] is None:
         return failed_run("ramp", run)
     j = run["journal"]
-    r = j["ramp"]
     figures = {"rate": run["spec"]["rate"], "ramp": run["spec"]["ramp"], "journal": j,
                "tool_requests": run["result"]["requests"],
                "server_requests": run["server"].get("requests")}
     disagrees = journal_agrees("ramp", j, figures["server_requests"], figures)
     if disagrees:
         return disagrees
-    if not r.get("windows"):
-        return record("ramp", FAIL, None, f"{j['records']} arrivals: too few to judge", "",
-                      figures)
-    mean, worst = r["mean_error"], r["max_error"]
-    detail = (f"{j['records']} arrivals; per 500 ms window {mean * 100:.1f}% off the ramp on "
-              f"average, {worst * 100:.1f}% at most ({r['windows']} windows)")
-    if mean <= RAMP_MEAN_PASS and worst <= RAMP_MAX_PASS:
-        return record("ramp", PASS, round(mean * 100, 1), detail, "", figures)
-    return record("ramp", WARN if mean <= RAMP_MEAN_WARN else FAIL, round(mean * 100, 1),
-                  detail, "the journal's arrival times against the linear ramp between the "
-                  "stages asked for", figures)
-
+    c = judgement.ramp_check(j["ramp"], j["records"])
+    err = round(j["ramp"]["mean_error"] * 100, 1) if j["ramp"].get("windows") else None
+    return record("ramp", c["verdict"], err, c["figure"] + (f": {c['reason']}" if c["reason"]
+                                                             else ""),
+                  "" if c["verdict"] == PASS else
+                  "the journal's arrival times against the linear ramp between the stages "
+                  "asked for", figures)

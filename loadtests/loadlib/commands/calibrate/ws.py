@@ -35,7 +35,7 @@ import os
 import time
 
 from loadlib import prom, procs, report
-from loadlib.commands.calibrate.target import Target
+from loadlib.server import Target
 from loadlib.commands.calibrate.verdicts import FAIL, PASS, SKIP, WARN, record, skipped
 from loadlib.report import logger
 from loadlib.tools import run as toolrun

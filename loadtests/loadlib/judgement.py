@@ -1,0 +1,399 @@
+"""A load run judged from the server's side: the declared model (Model) and the checks
+that hold a run's figures to it and to what the tool claims. judge prints them all;
+calibrate's check 8 (the schedule and the ramp) is schedule_check() and ramp_check()
+here, so both commands give one verdict from one set of thresholds. The thresholds
+are the constants below, each with its reason; calibration/README.md ("The schedule
+column") explains them for a reader.
+
+Every check returns judged(): {"name", "verdict" (PASS, WARN or FAIL), "figure" (what
+was measured, one line), "reason" (why it is not a PASS; empty for one), "figures"}.
+The figures come from loadlib/journal.py; nothing here reads a server or runs a tool.
+
+An open model allows any arrivals at most as irregular as Poisson ones at the declared
+rate: ten connections each paced at a tenth of the rate from random phases (inter-arrival
+CV about 0.9), or Poisson arrivals (CV 1), are honest. So each bound a figure is held to
+is the larger of a fixed one, which fits a tool that paces, and what Poisson arrivals
+exceed with a chance of about one in 10,000 (POISSON_Z standard errors).
+"""
+import math
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
+RANK = {PASS: 0, WARN: 1, FAIL: 2}
+
+# Schedule, an open model at a constant rate (journal.schedule's figures):
+# - the achieved rate within 5% of the declared one for PASS, 20% for WARN: a tool that
+#   paces misses by less; Poisson arrivals' count has a standard error of 1/sqrt(n), so
+#   the PASS bound is at least POISSON_Z of those (12.6% for 1,000 arrivals);
+# - at least 90% of the windows (100 ms at 200/s: journal.window_for()) within half the
+#   expected count for PASS, 60% for WARN: Poisson arrivals keep 97% there with 20 due
+#   in a window, and a 100 ms pause empties one;
+# - no gap over 100 ms (20 missed sends at 200/s), nor over the gap Poisson arrivals
+#   exceed once in 10,000 runs at a lower rate (ln(n / POISSON_TAIL) / rate);
+# - an inter-arrival CV at most 1 (Poisson's) plus max(CV_FLOOR, (POISSON_Z + 1) /
+#   sqrt(n)): a sample CV of n exponential gaps has a standard error of 1/sqrt(n) with a
+#   long upper tail, and the server's own scheduling moves arrivals by fractions of a
+#   millisecond (CV_FLOOR). Connections firing in lockstep (c at once) reach about
+#   sqrt(c); each second's share in one burst, sqrt(rate);
+# - with --poisson, a Kolmogorov-Smirnov p-value of the gaps against the exponential at
+#   the declared rate of at least KS_P_PASS, Poisson arrivals' one chance in 10,000 too
+#   (a claim of Poisson arrivals that fails it is a FAIL). A pause of the tool or of the
+#   machine bunches the arrivals after it: an honest generator paused up to 51 ms on this
+#   2-core machine with both cores full gave D 0.12 over 305 arrivals (p 0.0002).
+SCHEDULE_RATE_PASS, SCHEDULE_RATE_WARN = 0.05, 0.20
+SCHEDULE_WINDOWS_PASS, SCHEDULE_WINDOWS_WARN = 0.90, 0.60
+SCHEDULE_GAP_PASS_MS = 100.0
+SCHEDULE_CV_PASS = 1.0
+CV_FLOOR = 0.1
+POISSON_Z = 4.0
+POISSON_TAIL = 1e-4
+KS_P_PASS = POISSON_TAIL
+# A ramp (journal.ramp_error, 500 ms windows): a tool exactly on its ramp is off by at
+# most one arrival a window (4% with 25 due); PASS when the mean error is within 5% and
+# no window is off by more than 20% (a fifth of a window missing or extra is a stall or
+# a burst), each bound raised to Poisson arrivals' (1.5 times their mean error,
+# sqrt(2 / (pi k)) for k due; POISSON_Z / sqrt(k) for one window); WARN when the mean
+# is within 20%; FAIL beyond.
+RAMP_MEAN_PASS, RAMP_MEAN_WARN = 0.05, 0.20
+RAMP_MAX_PASS = 0.20
+RAMP_POISSON_MEAN = 1.5
+# Connections: a keep-alive tool holds its c once; PASS up to c + CONN_SPARE at once (a
+# probe or a spare), WARN when it opened over 2c in all (it reconnects), FAIL when it held
+# more at once than declared.
+CONN_SPARE = 2
+# A closed model: a gap in which the server held no request and none arrived is the
+# tool's own pause; PASS up to SCHEDULE_GAP_PASS_MS, WARN beyond.
+# Claims: a tool's count may miss the requests it had in flight when it stopped (the
+# connections that carried one in the last IN_FLIGHT_MS); a latency percentile can be
+# no lower than the server's own for the same requests, less the coarsest resolution
+# tools print (whole milliseconds: ab, autocannon); a rate no higher than the journal's
+# by more than CLAIM_RATE_SLACK (or one request in its count).
+IN_FLIGHT_MS = 10
+CLAIM_LATENCY_SLACK_MS = 1.0
+CLAIM_RATE_SLACK = 0.05
+# A per-request log joined by order: WARN when over this share of neighbouring arrivals
+# were closer than the log's resolution (the pairs may be swapped).
+JOIN_AMBIGUOUS_WARN = 0.10
+
+
+@dataclass
+class Model:
+    """What the tool was asked to do. kind: "open" (a constant rate), "ramp" (from
+    ramp[0] to ramp[1] per second over ramp[2] seconds, then ramp[1] until duration_s),
+    "closed" (connections, each waiting for its answer) or None (undeclared)."""
+    kind: Optional[str] = None
+    rate: Optional[float] = None
+    poisson: bool = False
+    ramp: Optional[tuple] = None
+    connections: Optional[int] = None
+    duration_s: Optional[float] = None
+    requests: Optional[int] = None
+
+    def stages(self):
+        """The ramp as journal.ramp_error's stages: the start, the ramp, the hold."""
+        start, top, seconds = self.ramp
+        hold = max(0.0, (self.duration_s or seconds) - seconds)
+        return [(0, start), (seconds, top)] + ([(hold, top)] if hold else [])
+
+    def rate_at(self, t_s):
+        """The declared rate t_s seconds into the run (None without one)."""
+        if self.kind == "open":
+            return self.rate
+        if self.kind == "ramp":
+            start, top, seconds = self.ramp
+            return top if t_s >= seconds else start + (top - start) * t_s / seconds
+        return None
+
+    def describe(self):
+        parts = {"open": lambda: f"open model at {self.rate:g}/s"
+                 + (" (Poisson arrivals)" if self.poisson else ""),
+                 "ramp": lambda: f"ramp from {self.ramp[0]:g}/s to {self.ramp[1]:g}/s in "
+                 f"{self.ramp[2]:g} s", "closed": lambda: "closed model",
+                 None: lambda: "no model declared"}
+        text = parts[self.kind]()
+        extra = [f"{self.connections} connections" if self.connections else "",
+                 f"{self.duration_s:g} s" if self.duration_s else "",
+                 f"{self.requests:,} requests" if self.requests else ""]
+        return text + "".join(f", {e}" for e in extra if e)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def judged(name, verdict, figure, reason="", **figures):
+    return {"name": name, "verdict": verdict, "figure": figure, "reason": reason,
+            "figures": figures}
+
+
+def worst(checks):
+    """The run's verdict: its worst check's (PASS when there are none)."""
+    return max((c["verdict"] for c in checks), key=RANK.get, default=PASS)
+
+
+# ------------------------------------------------------------------ the schedule
+
+def open_bounds(n, rate):
+    """The PASS bounds of an open model for n arrivals at `rate`: {"rate" (relative
+    error), "gap_ms", "cv"}."""
+    n = max(n, 1)
+    return {"rate": max(SCHEDULE_RATE_PASS, POISSON_Z / math.sqrt(n)),
+            "gap_ms": max(SCHEDULE_GAP_PASS_MS, 1000 * math.log(n / POISSON_TAIL) / rate),
+            "cv": SCHEDULE_CV_PASS + max(CV_FLOOR, (POISSON_Z + 1) / math.sqrt(n))}
+
+
+def rate_error(s):
+    """An open run's rate error: its count against the expected one over a declared
+    duration, else its achieved rate (over the arrivals' span) against the rate."""
+    if s.get("expected"):
+        return s["arrivals"] / s["expected"] - 1
+    return s["achieved_rate"] / s["rate"] - 1
+
+
+def clumped(s):
+    """Words for how a schedule's arrivals bunch, from journal.schedule's clumps."""
+    if not s.get("per_clump") or s["per_clump"] < 1.5 or not s.get("clump_every_ms"):
+        return ""
+    return (f"arrivals come in clumps of about {s['per_clump']:.0f}, one every "
+            f"{s['clump_every_ms']:.0f} ms")
+
+
+def schedule_check(s, poisson=False, name="schedule"):
+    """An open model at a constant rate, from journal.schedule()'s figures `s`."""
+    if s.get("achieved_rate") is None or not s.get("windows"):
+        return judged(name, FAIL, f"{s['arrivals']} arrivals", "too few to judge a schedule", **s)
+    rate, err = s["rate"], rate_error(s)
+    b = open_bounds(s["arrivals"], rate)
+    on, gap, cv = s["windows_on_rate"], s["longest_gap_ms"], s["gap_cv"] or 0.0
+    over = f" over {s['duration_s']:g} s" if s.get("expected") else ""
+    figure = (f"{s['arrivals'] / s['duration_s'] if s.get('expected') else s['achieved_rate']:.1f}"
+              f"/s of {rate:g}/s{over} ({err * 100:+.1f}%); {on * 100:.0f}% of "
+              f"{s['window_ms']:g} ms windows within half of it; longest gap {gap:.1f} ms; "
+              f"inter-arrival CV {cv:.2f}"
+              + (f"; KS p {s['ks_p']:.2g}" if poisson and s.get("ks_p") is not None else ""))
+    reasons = []
+    if on < SCHEDULE_WINDOWS_PASS or gap > b["gap_ms"]:
+        bursts = clumped(s)
+        reasons.append((f"bursts: {bursts}" if bursts else "stalls")
+                       + f" (longest gap {gap:.0f} ms, allowed {b['gap_ms']:.0f}; "
+                       f"{on * 100:.0f}% of windows on rate, {SCHEDULE_WINDOWS_PASS:.0%} needed)")
+    elif cv > b["cv"]:
+        reasons.append(f"burstier than Poisson arrivals: CV {cv:.2f} above {b['cv']:.2f}"
+                       + (f"; {clumped(s)} (connections in lockstep)" if clumped(s) else ""))
+    if abs(err) > b["rate"]:
+        reasons.append(f"{'fewer' if err < 0 else 'more'} arrivals than declared: "
+                       f"{err * 100:+.1f}% (allowed ±{b['rate'] * 100:.1f}%)")
+    ks_fails = poisson and s.get("ks_p") is not None and s["ks_p"] < KS_P_PASS
+    if ks_fails:
+        reasons.append(f"not Poisson arrivals: Kolmogorov-Smirnov D {s['ks_d']:.3f}, p "
+                       f"{s['ks_p']:.2g} below {KS_P_PASS:g}")
+    if not reasons:
+        return judged(name, PASS, figure, "", bounds=b, **s)
+    warn = (abs(err) <= max(SCHEDULE_RATE_WARN, b["rate"]) and on >= SCHEDULE_WINDOWS_WARN
+            and not ks_fails)
+    return judged(name, WARN if warn else FAIL, figure, "; ".join(reasons), bounds=b, **s)
+
+
+def ramp_bounds(r):
+    """The PASS bounds of a ramp from journal.ramp_error()'s figures: {"mean", "max" (for
+    the window with the fewest due), "off" (windows beyond their own bound)}."""
+    k = max(r.get("least_expected") or 1.0, 1.0)
+    poisson_mean = r.get("poisson_mean_error") or math.sqrt(2 / (math.pi * k))
+    off = sum(1 for c, due in zip(r.get("counts", []), r.get("due", []))
+              if abs(c - due) > max(RAMP_MAX_PASS * due, POISSON_Z * math.sqrt(due)))
+    return {"mean": max(RAMP_MEAN_PASS, RAMP_POISSON_MEAN * poisson_mean),
+            "max": max(RAMP_MAX_PASS, POISSON_Z / math.sqrt(k)), "off": off}
+
+
+def ramp_check(r, arrivals, name="ramp"):
+    """An open model on a ramp, from journal.ramp_error()'s figures `r`: each window
+    within max(RAMP_MAX_PASS, POISSON_Z / sqrt(its arrivals due))."""
+    if not r.get("windows"):
+        return judged(name, FAIL, f"{arrivals} arrivals", "too few to judge a ramp", **r)
+    b = ramp_bounds(r)
+    mean, top = r["mean_error"], r["max_error"]
+    figure = (f"{arrivals} arrivals; per 500 ms window {mean * 100:.1f}% off the ramp on "
+              f"average, {top * 100:.1f}% at most ({r['windows']} windows)")
+    if mean <= b["mean"] and not b["off"]:
+        return judged(name, PASS, figure, "", bounds=b, **r)
+    reasons = []
+    if mean > b["mean"]:
+        reasons.append(f"off the ramp: mean error {mean * 100:.1f}% (allowed "
+                       f"{b['mean'] * 100:.1f}%)")
+    if b["off"]:
+        reasons.append(f"{b['off']} window{'s' if b['off'] > 1 else ''} off by more than "
+                       f"{RAMP_MAX_PASS:.0%} (and more than Poisson arrivals stray): a stall or "
+                       "a burst")
+    verdict = WARN if mean <= max(RAMP_MEAN_WARN, b["mean"]) else FAIL
+    return judged(name, verdict, figure, "; ".join(reasons), bounds=b, **r)
+
+
+def closed_check(c, model, name="schedule"):
+    """A closed model: connections at once against the declared ones, and the tool's
+    own pauses (`c`: {"most_at_once", "connections", "idle_ms", "rate"})."""
+    figure = (f"{c['rate']:.1f}/s over {c['most_at_once']} connections at once "
+              f"({c['connections']} in all); longest pause with nothing held "
+              f"{c['idle_ms']:.1f} ms")
+    declared = model.connections
+    if declared and c["most_at_once"] > declared + CONN_SPARE:
+        return judged(name, FAIL, figure, f"more connections at once than declared: "
+                     f"{c['most_at_once']} for {declared}", **c)
+    reasons = []
+    if declared and c["most_at_once"] < declared:
+        reasons.append(f"only {c['most_at_once']} of the {declared} connections declared at once")
+    if c["idle_ms"] > SCHEDULE_GAP_PASS_MS:
+        reasons.append(f"the tool paused: {c['idle_ms']:.0f} ms with no request held nor sent")
+    return judged(name, WARN if reasons else PASS, figure, "; ".join(reasons), **c)
+
+
+def journal_check(records, lost, counted, name="journal"):
+    """The journal holds the run: nothing lost, and as many records as
+    http_requests_total grew by (when it was scraped): else WARN, the figures being of
+    a part of the run."""
+    figure = f"{records:,} records" + (f", {lost:,} lost" if lost else "") + \
+        (f"; http_requests_total grew by {counted:,}" if counted is not None else "")
+    if lost:
+        return judged(name, WARN, figure, f"the journal lost {lost} records: its ring went "
+                     "round before they were read", records=records, lost=lost, counted=counted)
+    if counted is not None and records != counted:
+        return judged(name, WARN, figure, f"the journal holds {records} records, "
+                     f"http_requests_total grew by {counted}", records=records, lost=lost,
+                     counted=counted)
+    return judged(name, PASS, figure, records=records, lost=lost, counted=counted)
+
+
+# ------------------------------------------------------------------ what the server saw
+
+def requests_check(n, by_status, asked=None, allowance=0):
+    """The requests the server saw, by status; against the count asked for, when one was
+    (the tool may stop short by the requests it shares out over its connections)."""
+    figure = f"{n:,} requests" + (": " + ", ".join(f"{c:,} × {s}" for s, c in sorted(
+        by_status.items())) if n else "")
+    if not n:
+        return judged("requests", FAIL, figure, "no request reached the server",
+                     by_status=by_status)
+    if asked and abs(n - asked) > allowance:
+        return judged("requests", FAIL, figure, f"{asked:,} were asked for: "
+                     f"{abs(n - asked):,} {'missing' if n < asked else 'too many'}",
+                     by_status=by_status, asked=asked)
+    return judged("requests", PASS, figure, by_status=by_status, asked=asked)
+
+
+def errors_check(by_status):
+    """Answers of 5xx, and requests the client left before their answer (status 0)."""
+    fives = sum(c for s, c in by_status.items() if int(s) >= 500)
+    gone = by_status.get("0", by_status.get(0, 0))
+    figure = f"{fives:,} answers of 5xx, {gone:,} requests left unanswered by their client"
+    if fives or gone:
+        return judged("errors", WARN, figure, "the server answered errors, or clients left "
+                     "before their answer: the run measured failures", server_errors=fives,
+                     client_gone=gone)
+    return judged("errors", PASS, figure, server_errors=fives, client_gone=gone)
+
+
+def protocol_check(protocols):
+    """{"h1": n, "h2": n, "tls": n} of the HTTP records: a run on two protocols at once
+    measured two things."""
+    n = protocols.get("h1", 0) + protocols.get("h2", 0)
+    figure = ", ".join(f"{protocols[p]:,} over {name}" for p, name in
+                       (("h1", "HTTP/1.1"), ("h2", "HTTP/2")) if protocols.get(p)) + \
+        f"; {protocols.get('tls', 0):,} with TLS"
+    mixed = [k for k in ("h1", "h2") if protocols.get(k)]
+    if len(mixed) > 1 or 0 < protocols.get("tls", 0) < n:
+        return judged("protocol", WARN, figure, "the run mixed protocols", **protocols)
+    return judged("protocol", PASS, figure, **protocols)
+
+
+def latency_check(q):
+    """The server's own time per request (ended_us - started_us), in ms: the floor of
+    any honest client figure for the same requests."""
+    figure = (f"the server held them p50 {q['p50']:.3f} ms, p99 {q['p99']:.3f} ms, "
+              f"max {q['max']:.3f} ms")
+    return judged("latency", PASS, figure, **q)
+
+
+def command_check(rc, failure=None):
+    """How the tool's process ended."""
+    if failure:
+        return judged("command", FAIL, "the tool did not run", failure, rc=rc)
+    if rc:
+        return judged("command", WARN, f"exited with status {rc}", "the tool reported a "
+                     "failure of its own (a threshold, an error)", rc=rc)
+    return judged("command", PASS, "exited with status 0", rc=rc)
+
+
+# ------------------------------------------------------------------ connections, claims
+
+def connections_check(c, declared):
+    """journal.connection_figures() `c` against the connections declared (None: none)."""
+    if not c.get("connections"):
+        return judged("connections", FAIL, "no connection", "no request reached the server", **c)
+    figure = (f"{c['connections']:,} connections, {c['most_at_once']} at once; "
+              f"{c['per_connection_median']:g} requests each (median); "
+              f"{c['opened_late']} opened after the first second")
+    if not declared:
+        return judged("connections", PASS, figure, **c)
+    if c["most_at_once"] > declared + CONN_SPARE:
+        return judged("connections", FAIL, figure, f"held {c['most_at_once']} at once, "
+                     f"{declared} declared", **c)
+    if c["connections"] > 2 * declared:
+        per = c["requests"] / c["connections"]
+        return judged("connections", WARN, figure, f"opened {c['connections']:,} for "
+                     f"{c['requests']:,} requests (one per {per:.1f}): it reconnects where "
+                     f"keep-alive needs {declared}", **c)
+    return judged("connections", PASS, figure, **c)
+
+
+def claimed_count_check(claimed, seen, in_flight):
+    diff = seen - claimed
+    figure = f"the tool claims {claimed:,}, the server saw {seen:,} ({diff:+,})"
+    figures = {"claimed": claimed, "server": seen, "in_flight_at_end": in_flight}
+    if abs(diff) <= in_flight:
+        return judged("claimed_requests", PASS, figure, **figures)
+    if diff < 0:
+        reason = f"{-diff:,} requests claimed that never reached the server"
+    else:
+        reason = (f"{diff:,} requests the server answered are missing from the claim, more than "
+                  f"the {in_flight} it could have had in flight at the end")
+    return judged("claimed_requests", FAIL, figure, reason, **figures)
+
+
+def claimed_latency_check(q, claimed_ms, server_ms):
+    name = f"claimed_{q}"
+    figure = f"the tool claims {q} {claimed_ms:g} ms, the server's own {q} is {server_ms:.3f} ms"
+    figures = {"claimed_ms": claimed_ms, "server_ms": server_ms}
+    if claimed_ms + CLAIM_LATENCY_SLACK_MS < server_ms:
+        return judged(name, FAIL, figure, f"impossible: a client's {q} cannot be below the time "
+                     "the server held the same requests", **figures)
+    return judged(name, PASS, figure, **figures)
+
+
+def claimed_rate_check(claimed, shown, n):
+    figure = f"the tool claims {claimed:g}/s, the journal shows {shown:.1f}/s"
+    slack = max(CLAIM_RATE_SLACK, 1 / max(n, 1))
+    figures = {"claimed": claimed, "journal": shown}
+    if claimed > shown * (1 + slack):
+        return judged("claimed_rate", FAIL, figure, f"{(claimed / shown - 1) * 100:.0f}% above "
+                     "the rate the server saw", **figures)
+    return judged("claimed_rate", PASS, figure, **figures)
+
+
+def join_check(j, in_flight, resolution):
+    """A per-request log joined with the journal (journal.join_columns' figures)."""
+    figure = (f"{j['matched']:,} joined by {j['by']}, {j['tool_only']} in the log only, "
+              f"{j['server_only']} at the server only")
+    if j["matched"]:
+        cm = j["client_ms"]
+        figure += f"; client's share p50 {cm['p50']:.3f} ms, p99 {cm['p99']:.3f} ms"
+    figures = {k: v for k, v in j.items() if k != "pairs"}
+    if j["tool_only"] > in_flight or j["server_only"] > in_flight:
+        return judged("join", FAIL, figure, "the log and the server disagree on which requests "
+                     f"were made, by more than the {in_flight} in flight at the end", **figures)
+    if j.get("impossible"):
+        return judged("join", FAIL, figure, f"{j['impossible']} requests whose logged latency is "
+                     f"below the server's own time by more than {resolution:g} ms", **figures)
+    if j["by"] == "order" and j["matched"] and j["ambiguous"] > JOIN_AMBIGUOUS_WARN * j["matched"]:
+        return judged("join", WARN, figure, f"{j['ambiguous']:,} neighbouring arrivals closer "
+                     "than the log's resolution: pairs may be swapped; send an X-Request-Id",
+                     **figures)
+    return judged("join", PASS, figure, **figures)

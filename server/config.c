@@ -97,6 +97,16 @@ static const struct option_row options[] = {
              "metrics port; 160 bytes a record); 0 = off",
      .text = "keep the last N requests of each loop in the [request journal](journal.md) "
              "(`GET /journal` on the metrics port; 160 bytes a record); `0` = off"},
+    {.flag = "journal-token",
+     .env = "JOURNAL_TOKEN",
+     .type = OPT_STRING,
+     .offset = FIELD(journal_token),
+     .def_doc = "none: loopback only",
+     .help = "lets clients not on loopback read GET /journal with Authorization: Bearer TOKEN; "
+             "without it only clients on this machine may",
+     .text = "lets clients not on loopback read `GET /journal` with `Authorization: Bearer "
+             "TOKEN`; without it only clients on this machine may (see [who may read "
+             "it](journal.md#who-may-read-it))"},
     {.flag = "lag-interval-ms",
      .env = "LAG_INTERVAL_MS",
      .type = OPT_INT,
@@ -151,9 +161,11 @@ static const struct option_row options[] = {
      .def = "9091",
      .min = 0,
      .max = 65535,
-     .help = "port of /metrics, /healthz and /readyz; 0 turns it off, auto takes a free one",
-     .text = "port of `/metrics`, `/healthz`, `/readyz`; `0` turns it off, `auto` takes a free "
-             "port (the start-up line says which)"},
+     .help = "port of /metrics, /healthz, /readyz, /journal, /openapi.json and /dashboard "
+             "(HTTP/1.1); 0 turns it off, auto takes a free one",
+     .text = "port of `/metrics`, `/healthz`, `/readyz`, `/journal`, `/openapi.json` and "
+             "`/dashboard`, over HTTP/1.1 only (see [the port](metrics.md#the-port)); `0` turns "
+             "it off, `auto` takes a free port (the start-up line says which)"},
     {.flag = "pipeline",
      .env = "PIPELINE_DEPTH",
      .type = OPT_INT,
@@ -388,7 +400,9 @@ static void set_option(const struct option_row *row, const char *value, const ch
         char *end;
         errno = 0;
         long v = strtol(value, &end, 10);
-        if (errno != 0 || end == value || *end != '\0' || v < row->min || v > row->max) {
+        /* strtol skips spaces and takes a '+': a number here is its digits, maybe a '-' */
+        int digits = (value[0] >= '0' && value[0] <= '9') || value[0] == '-';
+        if (!digits || errno != 0 || end == value || *end != '\0' || v < row->min || v > row->max) {
             fprintf(stderr, "notesd: %s: '%s' is not an integer in %ld..%ld (see --help)\n", source,
                     value, row->min, row->max);
             exit(2);

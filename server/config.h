@@ -31,6 +31,7 @@ typedef struct notesd_config {
     int metrics_port;            /* 0 = no metrics listener; CONFIG_PORT_AUTO = a free port */
     int lag_interval_ms;         /* period of the event-loop lag probe */
     int journal;                 /* records per loop in the request journal; 0 = off */
+    const char *journal_token;   /* lets clients not on loopback read the journal; NULL = none */
     const char *static_dir;      /* directory served under /static/ */
     int primes_max;              /* largest accepted ?below= for /primes */
     int max_body_bytes;          /* request bodies above this get 413 */

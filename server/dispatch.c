@@ -139,6 +139,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
     notesd_req_t *r = request_begin(req, (uint8_t)row->id, &loop_of(req->conn->ctx)->view,
                                     d->port == PORT_API, d->settings);
+    if (d->port == PORT_METRICS)
+        listen_metrics_request(r->loop->listen, req); /* busy until disposed of */
     /* Express decodes a route's :param ("/notes/%31" is note 1); no copy when
      * there is nothing to decode. */
     if (row->match == MATCH_PARAM && memchr(param.base, '%', param.len) != NULL) {

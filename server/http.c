@@ -23,8 +23,7 @@ void http_configure(const notesd_config_t *cfg, const request_settings_t *settin
     server.conf.max_request_entity_size = (size_t)cfg->max_body_bytes;
     /* The seed's clients speak HTTP/1.1: no h2c unless asked for. With it, h2o
      * takes both ways in: a connection that opens with HTTP/2's preface (prior
-     * knowledge) and an HTTP/1.1 request with Upgrade: h2c. One setting of the
-     * shared configuration, so the metrics port speaks h2c too. */
+     * knowledge) and an HTTP/1.1 request with Upgrade: h2c. */
     server.conf.http1.upgrade_to_http2 = cfg->h2c;
     /* h2o 2.2.5's only HTTP/1 timeout: receiving a request, and idling between
      * requests; the same figure for HTTP/2's idle connections and TLS handshakes. */
@@ -35,8 +34,19 @@ void http_configure(const notesd_config_t *cfg, const request_settings_t *settin
     server.api_hosts[0] =
         h2o_config_register_host(&server.conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     dispatch_register(server.api_hosts[0], PORT_API, settings);
-    server.metrics_hosts[0] =
-        h2o_config_register_host(&server.conf, h2o_iovec_init(H2O_STRLIT("metrics")), 65535);
+
+    /* The metrics port has a configuration of its own, so that it speaks
+     * HTTP/1.1 only whatever H2C says: h2o decides h2c per configuration, and
+     * on HTTP/2 one connection could ask for a hundred pages at once. Its
+     * clients (Prometheus, a journal reader, a browser) need nothing else.
+     * Its requests need no body: a connection holds at most 4 KiB of one. */
+    h2o_config_init(&server.metrics_conf);
+    server.metrics_conf.server_name = h2o_iovec_init(H2O_STRLIT(""));
+    server.metrics_conf.max_request_entity_size = 4096;
+    server.metrics_conf.http1.upgrade_to_http2 = 0;
+    server.metrics_conf.http1.req_timeout = (uint64_t)cfg->client_timeout_ms;
+    server.metrics_hosts[0] = h2o_config_register_host(
+        &server.metrics_conf, h2o_iovec_init(H2O_STRLIT("metrics")), 65535);
     dispatch_register(server.metrics_hosts[0], PORT_METRICS, settings);
 }
 
@@ -104,6 +114,8 @@ int http_open_listeners(const notesd_config_t *cfg)
 void http_start_loop(notesd_loop_t *loop, h2o_loop_t *evloop)
 {
     h2o_context_init(&loop->ctx, evloop, &server.conf);
-    listen_start(&loop->listen, &loop->ctx, &loop->timers, server.api_hosts, server.metrics_hosts,
-                 server.ssl_ctx);
+    if (loop->listen.metrics.fd >= 0)
+        h2o_context_init(&loop->metrics_ctx, evloop, &server.metrics_conf);
+    listen_start(&loop->listen, &loop->ctx, &loop->metrics_ctx, &loop->timers, server.api_hosts,
+                 server.metrics_hosts, server.ssl_ctx, server.conf.http1.req_timeout);
 }

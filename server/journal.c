@@ -2,16 +2,26 @@
  * journal.c - the request journal's ring, its sequence locks and its lines
  * (see journal.h).
  *
- * A slot is written as a sequence lock: its seq goes to 0, then every other
- * word, then the record's seq, with release order; j->next moves last. A
- * reader takes records up to the `next` it saw, checks each slot's seq before
- * and after copying it, and counts a record whose slot changed meanwhile
- * (the writer lapped the reader) as lost, like one overwritten before the read.
+ * A slot is written as a sequence lock: the writer swaps its seq word for 0,
+ * then writes every other word, then the record's seq, with release order;
+ * j->next moves last. A reader takes records up to the `next` it saw, checks
+ * each slot's seq before and after copying it, and counts a record whose slot
+ * changed meanwhile (the writer lapped the reader) as lost, like one
+ * overwritten before the read.
+ *
+ * Given or dropped: the top bit of a slot's seq word (JOURNAL_GIVEN) says a
+ * reader was given the record. A reader sets it with a compare-and-swap from
+ * the seq it copied; the writer's swap for 0 returns the word as it was. One
+ * of the two comes first, so each overwritten record is either given (the
+ * bit was set) or dropped (counted by the writer), never both and never
+ * neither. Nothing else is shared: a reader that asks for records far ahead,
+ * or reads the same ones twice, changes no other record's fate.
  */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "head.h"
 #include "journal.h"
 #include "stats.h"
 
@@ -19,6 +29,10 @@ _Static_assert(sizeof(journal_record_t) % sizeof(uint64_t) == 0, "a record is wh
 _Static_assert(sizeof(journal_record_t) == 160, "the record's size, as docs/journal.md states");
 _Static_assert(offsetof(journal_record_t, request_id) % sizeof(uint64_t) == 0,
                "request_id starts a word");
+
+/* The bit of a slot's seq word that says a reader was given its record; a
+ * sequence number never reaches it (2^63 records). */
+#define JOURNAL_GIVEN (UINT64_C(1) << 63)
 
 int journal_init(journal_t *j, size_t cap)
 {
@@ -46,10 +60,10 @@ void journal_add(journal_t *j, const journal_record_t *rec)
     journal_slot_t *slot = &j->ring[(seq - 1) % j->cap];
     const journal_slot_t *from = (const journal_slot_t *)rec;
 
-    uint64_t was = __atomic_load_n(&slot->words[0], __ATOMIC_RELAXED);
-    if (was != 0 && was > __atomic_load_n(&j->given, __ATOMIC_RELAXED))
-        STAT_ADD(j->dropped, 1); /* no reader was given it: say so */
-    __atomic_store_n(&slot->words[0], 0, __ATOMIC_RELAXED);
+    /* The slot's old record leaves it now: dropped, unless a reader set its bit first. */
+    uint64_t was = __atomic_exchange_n(&slot->words[0], 0, __ATOMIC_RELAXED);
+    if (was != 0 && (was & JOURNAL_GIVEN) == 0)
+        STAT_ADD(j->dropped, 1);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     /* the fields, then the words of request_id it uses: a slot's other bytes
      * may be an older record's, which request_id_len says to ignore */
@@ -60,18 +74,34 @@ void journal_add(journal_t *j, const journal_record_t *rec)
     __atomic_store_n(&j->next, seq + 1, __ATOMIC_RELEASE);
 }
 
-/* Copies the record `seq` from its slot; 0 when the slot holds another now. */
-static int copy_record(const journal_t *j, uint64_t seq, journal_record_t *out)
+void journal_set_request_id(journal_record_t *rec, const char *value, size_t len)
 {
-    const journal_slot_t *slot = &j->ring[(seq - 1) % j->cap];
+    len = head_trim(&value, len);
+    rec->request_id_cut = len > JOURNAL_REQUEST_ID_MAX;
+    rec->request_id_len = (uint8_t)(rec->request_id_cut ? JOURNAL_REQUEST_ID_MAX : len);
+    memcpy(rec->request_id, value, rec->request_id_len);
+}
+
+/* Copies the record `seq` from its slot and marks it given; 0 when the slot
+ * holds another record now, or the writer took it before it could be marked
+ * (then it is dropped, and counted so by the writer). */
+static int copy_record(journal_t *j, uint64_t seq, journal_record_t *out)
+{
+    journal_slot_t *slot = &j->ring[(seq - 1) % j->cap];
     journal_slot_t *to = (journal_slot_t *)out;
 
-    if (__atomic_load_n(&slot->words[0], __ATOMIC_ACQUIRE) != seq)
+    if ((__atomic_load_n(&slot->words[0], __ATOMIC_ACQUIRE) & ~JOURNAL_GIVEN) != seq)
         return 0;
     for (size_t w = 1; w < JOURNAL_WORDS; w++)
         to->words[w] = __atomic_load_n(&slot->words[w], __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&slot->words[0], __ATOMIC_RELAXED) != seq)
+    uint64_t now = __atomic_load_n(&slot->words[0], __ATOMIC_RELAXED);
+    /* The copy is whole if the seq did not change; it is ours if the bit is
+     * set, by this reader now or by another one before. */
+    while (now == seq && !__atomic_compare_exchange_n(&slot->words[0], &now, seq | JOURNAL_GIVEN, 0,
+                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+    if (now != seq && now != (seq | JOURNAL_GIVEN))
         return 0;
     to->words[0] = seq;
     return 1;
@@ -84,22 +114,24 @@ void journal_read(journal_t *j, uint64_t since, journal_record_t *out, size_t ma
     page->next = since;
     if (j->cap == 0)
         return;
-    uint64_t newest = __atomic_load_n(&j->next, __ATOMIC_ACQUIRE) - 1;
+    uint64_t newest = journal_newest(j);
     page->newest = newest;
+    if (since >= newest)
+        return; /* nothing after it: and since + 1 cannot wrap */
     uint64_t oldest = newest > j->cap ? newest - j->cap + 1 : 1;
     uint64_t seq = since + 1;
     if (seq < oldest) {
-        page->lost_from = seq, page->lost_to = oldest - 1;
-        seq = oldest;
+        page->lost_from = seq, page->next = page->lost_to = oldest - 1;
+        return;
     }
     for (; seq <= newest && page->n < max; seq++) {
         if (!copy_record(j, seq, &out[page->n])) {
-            /* overwritten while this read ran: lost with everything before the oldest now */
-            uint64_t now_oldest = __atomic_load_n(&j->next, __ATOMIC_ACQUIRE) - j->cap;
+            /* overwritten while this read ran: lost with everything the writer took since */
+            uint64_t taken = __atomic_load_n(&j->next, __ATOMIC_ACQUIRE) - 1 - j->cap;
             if (page->n == 0) {
                 if (page->lost_from == 0)
                     page->lost_from = seq;
-                page->lost_to = now_oldest > seq ? now_oldest : seq;
+                page->lost_to = taken > seq ? taken : seq;
             }
             break;
         }
@@ -109,25 +141,21 @@ void journal_read(journal_t *j, uint64_t since, journal_record_t *out, size_t ma
         page->next = out[page->n - 1].seq;
     else if (page->lost_to != 0)
         page->next = page->lost_to;
-    /* Given: from now on their slots are overwritten without counting a drop. */
-    uint64_t given = __atomic_load_n(&j->given, __ATOMIC_RELAXED);
-    while (page->next > given && !__atomic_compare_exchange_n(&j->given, &given, page->next, 0,
-                                                              __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        ;
 }
 
 static const char *const kind_names[] = {"http", "ws_in", "ws_out"};
 
-/* The X-Request-Id as a JSON string: printable ASCII kept, quotes and
- * backslashes escaped, anything else as \u00XX. */
-static char *put_request_id(char *p, const journal_record_t *r)
+/* The X-Request-Id as a quoted string: printable ASCII kept, backslashes
+ * escaped, anything else as \u00XX, and a quote written as `quote` (JSON's
+ * \" or CSV's ""). */
+static char *put_request_id(char *p, const journal_record_t *r, char quote)
 {
     static const char hex[] = "0123456789abcdef";
     *p++ = '"';
     for (size_t i = 0; i < r->request_id_len; i++) {
         unsigned char c = (unsigned char)r->request_id[i];
         if (c == '"' || c == '\\') {
-            *p++ = '\\', *p++ = (char)c;
+            *p++ = c == '"' ? quote : '\\', *p++ = (char)c;
         } else if (c < 0x20 || c >= 0x7f) {
             memcpy(p, "\\u00", 4), p += 4;
             *p++ = hex[c >> 4], *p++ = hex[c & 15];
@@ -139,31 +167,54 @@ static char *put_request_id(char *p, const journal_record_t *r)
     return p;
 }
 
+static const char *kind_name(const journal_record_t *r)
+{
+    return r->kind < sizeof(kind_names) / sizeof(kind_names[0]) ? kind_names[r->kind] : "?";
+}
+
 size_t journal_format(const journal_record_t *r, const char *method, const char *route, char *out)
 {
     char *p = out;
-    p +=
-        sprintf(p,
-                "{\"seq\":%llu,\"loop\":%u,\"kind\":\"%s\",\"conn\":%llu,\"proto\":\"%s\","
-                "\"tls\":%s,\"stream\":%u,\"method\":\"%s\",\"route\":\"%s\",\"status\":%u,"
-                "\"conn_at_us\":%lld,\"arrived_us\":%lld,\"started_us\":%lld,\"ended_us\":%lld,"
-                "\"wait_us\":%u,\"query_us\":%u,\"bytes_in\":%u,\"bytes_out\":%u",
-                (unsigned long long)r->seq, r->loop,
-                r->kind < sizeof(kind_names) / sizeof(kind_names[0]) ? kind_names[r->kind] : "?",
-                (unsigned long long)r->conn_id, (r->proto & JOURNAL_H2) ? "h2" : "h1",
-                (r->proto & JOURNAL_TLS) ? "true" : "false", r->stream_id, method, route, r->status,
-                (long long)r->conn_at_us, (long long)r->arrived_us, (long long)r->started_us,
-                (long long)r->ended_us, r->wait_us, r->query_us, r->bytes_in, r->bytes_out);
+    p += sprintf(p,
+                 "{\"seq\":%llu,\"loop\":%u,\"kind\":\"%s\",\"conn\":%llu,\"proto\":\"%s\","
+                 "\"tls\":%s,\"stream\":%u,\"method\":\"%s\",\"route\":\"%s\",\"status\":%u,"
+                 "\"conn_at_us\":%lld,\"arrived_us\":%lld,\"started_us\":%lld,\"ended_us\":%lld,"
+                 "\"wait_us\":%u,\"query_us\":%u,\"bytes_in\":%u,\"bytes_out\":%u",
+                 (unsigned long long)r->seq, r->loop, kind_name(r), (unsigned long long)r->conn_id,
+                 (r->proto & JOURNAL_H2) ? "h2" : "h1", (r->proto & JOURNAL_TLS) ? "true" : "false",
+                 r->stream_id, method, route, r->status, (long long)r->conn_at_us,
+                 (long long)r->arrived_us, (long long)r->started_us, (long long)r->ended_us,
+                 r->wait_us, r->query_us, r->bytes_in, r->bytes_out);
     if (r->trace_hi != 0 || r->trace_lo != 0)
         p += sprintf(p, ",\"trace_id\":\"%016llx%016llx\"", (unsigned long long)r->trace_hi,
                      (unsigned long long)r->trace_lo);
     if (r->request_id_len > 0 || r->request_id_cut) {
         memcpy(p, ",\"request_id\":", 14), p += 14;
-        p = put_request_id(p, r);
+        p = put_request_id(p, r, '\\');
         if (r->request_id_cut)
             memcpy(p, ",\"request_id_cut\":true", 22), p += 22;
     }
     *p++ = '}';
+    *p++ = '\n';
+    return (size_t)(p - out);
+}
+
+size_t journal_format_csv(const journal_record_t *r, const char *method, const char *route,
+                          char *out)
+{
+    char *p = out;
+    p += sprintf(p, "%llu,%u,%s,%llu,%s,%d,%u,%s,%s,%u,%lld,%lld,%lld,%lld,%u,%u,%u,%u,",
+                 (unsigned long long)r->seq, r->loop, kind_name(r), (unsigned long long)r->conn_id,
+                 (r->proto & JOURNAL_H2) ? "h2" : "h1", (r->proto & JOURNAL_TLS) ? 1 : 0,
+                 r->stream_id, method, route, r->status, (long long)r->conn_at_us,
+                 (long long)r->arrived_us, (long long)r->started_us, (long long)r->ended_us,
+                 r->wait_us, r->query_us, r->bytes_in, r->bytes_out);
+    if (r->trace_hi != 0 || r->trace_lo != 0)
+        p += sprintf(p, "%016llx%016llx", (unsigned long long)r->trace_hi,
+                     (unsigned long long)r->trace_lo);
+    *p++ = ',';
+    if (r->request_id_len > 0)
+        p = put_request_id(p, r, '"');
     *p++ = '\n';
     return (size_t)(p - out);
 }

@@ -77,13 +77,16 @@ typedef union journal_slot {
     uint64_t words[JOURNAL_WORDS];
 } journal_slot_t;
 
-/* One loop's journal. */
+/* One loop's journal. Whether a reader was given a record is kept in its
+ * slot (a bit of its seq word), so the writer and a reader decide it with one
+ * atomic operation each, and exactly one of them wins: the reader that sets
+ * the bit before the writer takes the slot was given the record; a record the
+ * writer takes without the bit is dropped. */
 typedef struct journal {
     journal_slot_t *ring; /* `cap` slots, allocated by journal_init */
     size_t cap;
     uint64_t next;    /* the sequence number of the next record (atomic: the reader reads it) */
-    uint64_t given;   /* the newest record a reader was given (atomic: the reader writes it) */
-    uint64_t dropped; /* records overwritten before a reader was given them (atomic) */
+    uint64_t dropped; /* records overwritten before any reader was given them (the writer's) */
 } journal_t;
 
 /* Allocates a ring of `cap` records (0: the journal is off, journal_add must
@@ -99,6 +102,17 @@ void journal_free(journal_t *j);
  * bytes of request_id that request_id_len uses are read (and kept). */
 void journal_add(journal_t *j, const journal_record_t *rec);
 
+/* Sets the record's request_id from an X-Request-Id header's value: without
+ * the spaces and tabs around it (as every header value notesd reads), its
+ * first JOURNAL_REQUEST_ID_MAX bytes, request_id_cut when it was longer. */
+void journal_set_request_id(journal_record_t *rec, const char *value, size_t len);
+
+/* The newest record's sequence number (0: none yet); from any thread. */
+static inline uint64_t journal_newest(const journal_t *j)
+{
+    return __atomic_load_n(&j->next, __ATOMIC_ACQUIRE) - 1;
+}
+
 /* What a reader got: up to `max` records with seq > since, oldest first,
  * copied whole into out[]. */
 typedef struct journal_page {
@@ -110,7 +124,13 @@ typedef struct journal_page {
 } journal_page_t;
 
 /* Copies records after `since` into out[0 .. max) (from any thread) and
- * marks them given, so their slots are no longer dropped when overwritten. */
+ * marks each given, so its slot is no longer dropped when overwritten. When
+ * the record after `since` is gone (the ring went round), it says so instead
+ * (lost_from..lost_to, n = 0, next = lost_to), and the next read gives the
+ * records after the gap: a read tells a gap or gives records, never both. A
+ * `since` past the newest record (one that belongs to an earlier process, or
+ * none) gives nothing, loses nothing and marks nothing: page->n is 0, and
+ * page->next is `since`. */
 void journal_read(journal_t *j, uint64_t since, journal_record_t *out, size_t max,
                   journal_page_t *page);
 
@@ -120,6 +140,19 @@ void journal_read(journal_t *j, uint64_t since, journal_record_t *out, size_t ma
 /* One record as a line of NDJSON (a JSON object and '\n'); `method` and
  * `route` name the record's indices. Returns the bytes written. */
 size_t journal_format(const journal_record_t *r, const char *method, const char *route, char *out);
+
+/* The first line of a CSV page: the columns, named as NDJSON's fields. */
+#define JOURNAL_CSV_HEADER                                                                         \
+    "seq,loop,kind,conn,proto,tls,stream,method,route,status,conn_at_us,arrived_us,started_us,"    \
+    "ended_us,wait_us,query_us,bytes_in,bytes_out,trace_id,request_id\n"
+
+/* One record as a line of CSV (RFC 4180), the columns of JOURNAL_CSV_HEADER:
+ * the same values as journal_format's, tls as 0 or 1, an absent trace id or
+ * request id as an empty field, a request id quoted (its '"' doubled; bytes
+ * outside printable ASCII as \u00XX, as in NDJSON). At most JOURNAL_LINE_MAX
+ * bytes. Returns the bytes written. */
+size_t journal_format_csv(const journal_record_t *r, const char *method, const char *route,
+                          char *out);
 
 /* ---- the metrics page's figures ---------------------------------------------------------- */
 

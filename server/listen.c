@@ -8,7 +8,9 @@
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -135,6 +137,172 @@ static void on_connection_closed(void *data)
     budget_give(l->set, l->budget);
 }
 
+/* ---- the metrics port's connections --------------------------------------------------------
+ *
+ * Each one is tracked from accept to close, so that when the port's places are
+ * all taken and a client waits, the one idle the longest can be closed for it:
+ * sockets that send nothing, or stopped between requests, cannot keep a
+ * scraper out. A busy one (an answer being made or written) is never closed
+ * for room; its answer has a deadline instead. Closing is a shutdown() of the
+ * socket: h2o then sees the end and closes the connection itself, disposing
+ * of its request, as it does for a client that leaves. */
+
+typedef struct metrics_conn {
+    h2o_linklist_t link; /* in set->metrics_conns, in the order accepted */
+    listener_t *listener;
+    h2o_socket_t *sock;     /* NULL once h2o closed it */
+    uint64_t active_ns;     /* accepted, or a request of it began or ended */
+    unsigned busy;          /* its requests not yet disposed of (HTTP/1.1: 0 or 1) */
+    uint8_t closing;        /* shut down by notesd: on its way out */
+    timer_entry_t too_slow; /* while busy: the deadline of its answer */
+} metrics_conn_t;
+
+static void on_metrics_conn_closed(void *data);
+
+/* Shuts the connection down for `why`; h2o closes it when it sees that. */
+static void metrics_conn_shut(metrics_conn_t *mc, uint64_t *why)
+{
+    mc->closing = 1;
+    STAT_ADD(*why, 1);
+    shutdown(h2o_socket_get_fd(mc->sock), SHUT_RDWR);
+}
+
+static void on_answer_too_slow(timer_entry_t *entry)
+{
+    metrics_conn_t *mc = H2O_STRUCT_FROM_MEMBER(metrics_conn_t, too_slow, entry);
+    if (mc->sock != NULL && !mc->closing)
+        metrics_conn_shut(mc, &mc->listener->set->stats.metrics_too_slow);
+}
+
+/* 1 if a client waits in the listener's backlog. */
+static int client_waiting(const listener_t *l)
+{
+    struct pollfd p = {.fd = l->fd, .events = POLLIN};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
+
+/* The connection idle the longest that is not already on its way out, or NULL. */
+static metrics_conn_t *metrics_idlest(listeners_t *set)
+{
+    metrics_conn_t *idlest = NULL;
+    for (h2o_linklist_t *n = set->metrics_conns.next; n != &set->metrics_conns; n = n->next) {
+        metrics_conn_t *mc = H2O_STRUCT_FROM_MEMBER(metrics_conn_t, link, n);
+        if (mc->busy == 0 && !mc->closing && (idlest == NULL || mc->active_ns < idlest->active_ns))
+            idlest = mc;
+    }
+    return idlest;
+}
+
+/* 1 if a connection is on its way out: its place is the next client's. */
+static int metrics_closing(listeners_t *set)
+{
+    for (h2o_linklist_t *n = set->metrics_conns.next; n != &set->metrics_conns; n = n->next)
+        if (H2O_STRUCT_FROM_MEMBER(metrics_conn_t, link, n)->closing)
+            return 1;
+    return 0;
+}
+
+/* The metrics port is full. Returns 1 when the listener stays watched: no
+ * client waits yet, and one connection is idle, to be closed for the next
+ * client that comes (which the listener must see). When a client waits, the
+ * connection idle the longest is closed for it, unless one is closing
+ * already; the listener then waits for that close (budget_give resumes it),
+ * as it does when every connection is busy. */
+static int metrics_full(listeners_t *set)
+{
+    metrics_conn_t *idlest = metrics_idlest(set);
+    if (!client_waiting(&set->metrics))
+        return idlest != NULL;
+    if (idlest != NULL && !metrics_closing(set))
+        metrics_conn_shut(idlest, &set->stats.metrics_evicted);
+    return 0;
+}
+
+static void metrics_conn_track(listener_t *l, h2o_socket_t *sock)
+{
+    metrics_conn_t *mc = calloc(1, sizeof(*mc));
+    if (mc == NULL)
+        abort(); /* out of memory: see main.c */
+    mc->listener = l;
+    mc->sock = sock;
+    mc->active_ns = stats_now_ns();
+    mc->too_slow.cb = on_answer_too_slow;
+    h2o_linklist_insert(&l->set->metrics_conns, &mc->link);
+    sock->on_close.cb = on_metrics_conn_closed;
+    sock->on_close.data = mc;
+}
+
+/* Frees the connection's record once it is closed and its last request disposed of. */
+static void metrics_conn_release(metrics_conn_t *mc)
+{
+    if (mc->sock == NULL && mc->busy == 0)
+        free(mc);
+}
+
+static void on_metrics_conn_closed(void *data)
+{
+    metrics_conn_t *mc = data;
+    listener_t *l = mc->listener;
+    timers_unlink(l->set->timers, &mc->too_slow);
+    h2o_linklist_unlink(&mc->link);
+    mc->sock = NULL;
+    metrics_conn_release(mc);
+    on_connection_closed(l);
+}
+
+static void on_metrics_request_done(void *p)
+{
+    metrics_conn_t *mc = *(metrics_conn_t **)p;
+    mc->active_ns = stats_now_ns();
+    if (--mc->busy == 0 && mc->sock != NULL) {
+        listener_t *l = mc->listener;
+        timers_unlink(l->set->timers, &mc->too_slow);
+        /* Idle now: a client waiting for a place may take this one's. */
+        if (l->state == LISTENER_FULL)
+            listener_set_state(l, LISTENER_ACCEPTING);
+    }
+    metrics_conn_release(mc);
+}
+
+void listen_metrics_request(listeners_t *set, h2o_req_t *req)
+{
+    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    if (sock == NULL || sock->on_close.cb != on_metrics_conn_closed)
+        return;
+    metrics_conn_t *mc = sock->on_close.data;
+    metrics_conn_t **done =
+        h2o_mem_alloc_shared(&req->pool, sizeof(*done), on_metrics_request_done);
+    *done = mc;
+    mc->active_ns = stats_now_ns();
+    if (mc->busy++ == 0)
+        timers_link(set->timers, &mc->too_slow, mc->active_ns + set->answer_timeout_ns);
+}
+
+/* What listen_metrics_hold holds, given back when the request is disposed of. */
+typedef struct metrics_hold {
+    listeners_t *set;
+    size_t bytes;
+} metrics_hold_t;
+
+static void on_hold_released(void *p)
+{
+    metrics_hold_t *h = p;
+    STAT_SUB(h->set->stats.metrics_held, h->bytes);
+}
+
+int listen_metrics_hold(listeners_t *set, h2o_mem_pool_t *pool, size_t bytes)
+{
+    if (bytes > LISTEN_METRICS_HOLD_MAX - set->stats.metrics_held)
+        return -1;
+    STAT_ADD(set->stats.metrics_held, bytes);
+    metrics_hold_t *h = h2o_mem_alloc_shared(pool, sizeof(*h), on_hold_released);
+    h->set = set;
+    h->bytes = bytes;
+    return 0;
+}
+
+/* ---- accepting ------------------------------------------------------------------------------ */
+
 static void on_backoff_end(timer_entry_t *entry)
 {
     listener_t *l = H2O_STRUCT_FROM_MEMBER(listener_t, backoff, entry);
@@ -181,12 +349,17 @@ static void on_accept(h2o_socket_t *listener, const char *err)
         }
         l->starved = 0;
         STAT_ADD(set->stats.open, 1);
-        if (l != &set->metrics)
+        if (l == &set->metrics) {
+            metrics_conn_track(l, sock);
+        } else {
             STAT_ADD(set->stats.accepted, 1);
-        sock->on_close.cb = on_connection_closed;
-        sock->on_close.data = l;
+            sock->on_close.cb = on_connection_closed;
+            sock->on_close.data = l;
+        }
         h2o_accept(&l->accept, sock);
     }
+    if (l == &set->metrics && metrics_full(set))
+        return;
     budget_wait(set, budget);
 }
 
@@ -204,6 +377,7 @@ int listen_init(listeners_t *set, unsigned index, conn_budget_t *api_budget)
     set->api_budget = api_budget;
     set->api.budget = set->tls.budget = api_budget; /* every loop's, plain and TLS */
     set->metrics.budget = &set->metrics_budget;
+    h2o_linklist_init_anchor(&set->metrics_conns);
     /* Created now, before any thread starts, so another loop never reads it half-made. */
     if ((set->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
         return -1;
@@ -261,16 +435,18 @@ static void watch_listener(listener_t *l, h2o_context_t *ctx, h2o_hostconf_t **h
     listener_set_state(l, LISTENER_ACCEPTING);
 }
 
-void listen_start(listeners_t *set, h2o_context_t *ctx, timers_t *timers,
-                  h2o_hostconf_t **api_hosts, h2o_hostconf_t **metrics_hosts, SSL_CTX *ssl_ctx)
+void listen_start(listeners_t *set, h2o_context_t *ctx, h2o_context_t *metrics_ctx,
+                  timers_t *timers, h2o_hostconf_t **api_hosts, h2o_hostconf_t **metrics_hosts,
+                  SSL_CTX *ssl_ctx, uint64_t answer_timeout_ms)
 {
     set->timers = timers;
+    set->answer_timeout_ns = answer_timeout_ms * 1000000;
     set->wake = h2o_evloop_socket_create(ctx->loop, set->wake_fd, H2O_SOCKET_FLAG_DONT_READ);
     set->wake->data = set;
     h2o_socket_read_start(set->wake, on_wake);
     watch_listener(&set->api, ctx, api_hosts, NULL);
     watch_listener(&set->tls, ctx, api_hosts, ssl_ctx);
-    watch_listener(&set->metrics, ctx, metrics_hosts, NULL);
+    watch_listener(&set->metrics, metrics_ctx, metrics_hosts, NULL);
 }
 
 void listen_stop(listeners_t *set)
@@ -352,6 +528,9 @@ void listen_report_add(listen_report_t *r, const listeners_t *set)
     r->sum.accepted += STAT_READ(set->stats.accepted);
     r->sum.paused_full += STAT_READ(set->stats.paused_full);
     r->sum.paused_fds += STAT_READ(set->stats.paused_fds);
+    r->sum.metrics_evicted += STAT_READ(set->stats.metrics_evicted);
+    r->sum.metrics_too_slow += STAT_READ(set->stats.metrics_too_slow);
+    r->sum.metrics_held += STAT_READ(set->stats.metrics_held);
     r->max = set->api_budget->max; /* every loop's is the same one */
 }
 
@@ -374,4 +553,17 @@ void listen_report_write(const listen_report_t *r, exposition_t *o)
     exposition_one(o, "notes_http_connections_accepted_total", "counter",
                    "Connections accepted on the API ports (plain and TLS), every protocol.",
                    r->sum.accepted);
+    exposition_family(o, "notes_metrics_port_closed_total", "counter",
+                      "Metrics-port connections notesd closed: the one idle the longest, for a "
+                      "client waiting for a place; or one whose answer was not taken within "
+                      "CLIENT_TIMEOUT_MS.");
+    exposition_printf(o,
+                      "notes_metrics_port_closed_total{reason=\"make_room\"} %llu\n"
+                      "notes_metrics_port_closed_total{reason=\"too_slow\"} %llu\n",
+                      (unsigned long long)r->sum.metrics_evicted,
+                      (unsigned long long)r->sum.metrics_too_slow);
+    exposition_one(o, "notes_metrics_port_held_bytes", "gauge",
+                   "Bytes of answers (journal pages) the metrics port holds until they are "
+                   "written; at most 16 MiB.",
+                   r->sum.metrics_held);
 }

@@ -11,6 +11,13 @@
  * plain one, and a loop whose SO_REUSEPORT socket the kernel happens to give
  * more clients is not full while another has room. The metrics listener has
  * a small budget of its own, so a full API port never locks Prometheus out.
+ *
+ * The metrics port is also kept from locking itself out: when its few places
+ * are taken and a client waits, the connection idle the longest is closed to
+ * make room (idle: no request of it being answered); an answer not written
+ * whole within CLIENT_TIMEOUT_MS ends with its connection; and the bytes of
+ * answers it holds (journal pages) have one budget, LISTEN_METRICS_HOLD_MAX,
+ * whatever the readers do. See "The metrics port" in docs/decisions.md.
  * What h2o does with an accepted socket (TLS, HTTP/1, HTTP/2) is h2o's; which
  * hosts it serves is http.c's.
  *
@@ -34,6 +41,10 @@
 
 /* Connections the metrics port accepts at once: its own small budget. */
 #define LISTEN_METRICS_MAX_CONNECTIONS 8
+
+/* Bytes of answers the metrics port holds at once, every connection's together:
+ * a page that would take more is cut short (listen_metrics_hold). */
+#define LISTEN_METRICS_HOLD_MAX (16u << 20)
 
 /* Most loops a budget can be shared by (THREADS' upper bound). */
 #define LISTEN_MAX_LOOPS 64
@@ -75,10 +86,13 @@ typedef struct listener {
 /* One loop's figures; they only ever increase, but for the gauge. Written by
  * the loop's thread (STAT_ADD), read by the metrics page (listen_report_add). */
 typedef struct listen_stats {
-    size_t open;          /* connections accepted and not yet closed, both ports (a gauge) */
-    uint64_t accepted;    /* connections accepted on the API ports (plain and TLS) */
-    uint64_t paused_full; /* times a listener stopped at its connection limit */
-    uint64_t paused_fds;  /* times accept failed for want of descriptors (EMFILE...) */
+    size_t open;               /* connections accepted and not yet closed, both ports (a gauge) */
+    uint64_t accepted;         /* connections accepted on the API ports (plain and TLS) */
+    uint64_t paused_full;      /* times a listener stopped at its connection limit */
+    uint64_t paused_fds;       /* times accept failed for want of descriptors (EMFILE...) */
+    uint64_t metrics_evicted;  /* metrics connections closed to make room for a waiting client */
+    uint64_t metrics_too_slow; /* metrics connections closed: an answer not taken in time */
+    size_t metrics_held;       /* bytes of answers the metrics port holds (a gauge) */
 } listen_stats_t;
 
 /* A loop's listeners and their budgets. */
@@ -91,6 +105,8 @@ struct listeners {
     int wake_fd;                  /* an eventfd: "a place may be free", from any loop */
     h2o_socket_t *wake;           /* watches wake_fd, from listen_start on */
     timers_t *timers;             /* the loop's, from listen_start on: the back-offs */
+    h2o_linklist_t metrics_conns; /* the metrics port's connections, oldest first */
+    uint64_t answer_timeout_ns;   /* CLIENT_TIMEOUT_MS: a metrics answer's deadline */
 };
 
 /* ---- admission: the descriptors MAX_CONNECTIONS comes from ------------------------------ */
@@ -127,18 +143,33 @@ NOTESD_MUSTCHECK int listen_init(listeners_t *set, unsigned index, conn_budget_t
  * bound. Returns the descriptor, or -1 after logging why. */
 int listen_bind(const char *host, int port, int reuseport, int *bound);
 
-/* On the loop's own thread, once its h2o context and timers exist: watches
- * every listener that has a socket, handing what it accepts to h2o for `ctx`
- * (the API and TLS listeners with api_hosts, the TLS one with ssl_ctx; the
- * metrics listener with metrics_hosts). */
-void listen_start(listeners_t *set, h2o_context_t *ctx, timers_t *timers,
-                  h2o_hostconf_t **api_hosts, h2o_hostconf_t **metrics_hosts, SSL_CTX *ssl_ctx);
+/* On the loop's own thread, once its h2o contexts and timers exist: watches
+ * every listener that has a socket, handing what it accepts to h2o (the API
+ * and TLS listeners to `ctx` with api_hosts, the TLS one with ssl_ctx; the
+ * metrics listener to `metrics_ctx`, the metrics port's own configuration,
+ * with metrics_hosts). A metrics answer must be written whole within
+ * `answer_timeout_ms`. */
+void listen_start(listeners_t *set, h2o_context_t *ctx, h2o_context_t *metrics_ctx,
+                  timers_t *timers, h2o_hostconf_t **api_hosts, h2o_hostconf_t **metrics_hosts,
+                  SSL_CTX *ssl_ctx, uint64_t answer_timeout_ms);
 
 /* Closes every listener: no new connection from now on. */
 void listen_stop(listeners_t *set);
 
 /* Frees what listen_start created; after listen_stop, when the loop ends. */
 void listen_dispose(listeners_t *set);
+
+/* ---- the metrics port's connections and what they hold ----------------------------------- */
+
+/* A request of the metrics port begins (the router calls it for every one):
+ * its connection is busy, so not closed to make room, until h2o disposes of
+ * the request; its answer must be written by the deadline. */
+void listen_metrics_request(listeners_t *set, h2o_req_t *req);
+
+/* Holds `bytes` more of the metrics port's budget (LISTEN_METRICS_HOLD_MAX)
+ * until the request whose pool this is is disposed of. Returns 0, or -1 when
+ * the budget has not that much left (nothing held). */
+NOTESD_MUSTCHECK int listen_metrics_hold(listeners_t *set, h2o_mem_pool_t *pool, size_t bytes);
 
 /* Connections open on the loop's listeners, both ports. */
 static inline size_t listen_open_connections(const listeners_t *set)
@@ -158,7 +189,8 @@ typedef struct listen_report {
 /* Adds one loop's figures; from any thread. `r` starts zeroed. */
 void listen_report_add(listen_report_t *r, const listeners_t *set);
 
-/* Writes the notes_http_connections* and notes_http_accept_paused_total families. */
+/* Writes the notes_http_connections* and notes_http_accept_paused_total
+ * families, and the metrics port's notes_metrics_port_* ones. */
 void listen_report_write(const listen_report_t *r, exposition_t *o);
 
 #endif

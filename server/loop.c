@@ -82,6 +82,8 @@ static void begin_shutdown(notesd_loop_t *loop)
     listen_stop(&loop->listen);
     /* The next response on each keep-alive connection says Connection: close. */
     h2o_context_request_shutdown(&loop->ctx);
+    if (loop->metrics_ctx.loop != NULL)
+        h2o_context_request_shutdown(&loop->metrics_ctx);
     pool_shutdown(&loop->pool);
     ws_shutdown(&loop->ws); /* every WebSocket gets a close with 1001 */
     loop->drain_deadline_ns = stats_now_ns() + (uint64_t)server.shutdown_timeout_ms * 1000000;

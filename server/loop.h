@@ -45,15 +45,16 @@ enum loop_state {
 typedef struct notesd_loop {
     int index;
     pthread_t thread;
-    h2o_context_t ctx;
-    listeners_t listen;  /* API, TLS and metrics sockets, with their budgets */
-    pool_t pool;         /* this loop's slice of POOL_MAX */
-    stats_loop_t stats;  /* HTTP series and request counters */
-    timers_t timers;     /* the loop's timer service: one timerfd */
-    lag_probe_t lag;     /* the event-loop lag probe */
-    ws_loop_t ws;        /* its WebSocket connections and their counters */
-    journal_t journal;   /* its request journal (JOURNAL records; none when off) */
-    request_loop_t view; /* the above, as its requests see them (r->loop) */
+    h2o_context_t ctx;         /* the API port's (server.conf) */
+    h2o_context_t metrics_ctx; /* loop 0 with a metrics port: that port's (server.metrics_conf) */
+    listeners_t listen;        /* API, TLS and metrics sockets, with their budgets */
+    pool_t pool;               /* this loop's slice of POOL_MAX */
+    stats_loop_t stats;        /* HTTP series and request counters */
+    timers_t timers;           /* the loop's timer service: one timerfd */
+    lag_probe_t lag;           /* the event-loop lag probe */
+    ws_loop_t ws;              /* its WebSocket connections and their counters */
+    journal_t journal;         /* its request journal (JOURNAL records; none when off) */
+    request_loop_t view;       /* the above, as its requests see them (r->loop) */
     enum loop_state state;
     int wakeup_fd;        /* an eventfd: "begin shutdown", written by loop 0 */
     h2o_socket_t *wakeup; /* watches wakeup_fd */
@@ -62,7 +63,8 @@ typedef struct notesd_loop {
 } notesd_loop_t;
 
 typedef struct notesd_server {
-    h2o_globalconf_t conf;
+    h2o_globalconf_t conf;                           /* the API port's h2o configuration */
+    h2o_globalconf_t metrics_conf;                   /* the metrics port's: HTTP/1.1 only */
     h2o_hostconf_t *api_hosts[2], *metrics_hosts[2]; /* NULL-terminated, for accept */
     SSL_CTX *ssl_ctx; /* the TLS port's certificate and ALPN; NULL: no TLS port */
     notesd_loop_t *loops;
@@ -85,9 +87,12 @@ extern notesd_server_t server;
  * be made. */
 void loops_init(int n, int lag_interval_ms, int shutdown_timeout_ms, int journal);
 
-/* The loop whose h2o context is `ctx`: how a request finds the loop it runs on. */
+/* The loop whose h2o context is `ctx` (either of its two): how a request
+ * finds the loop it runs on. */
 static inline notesd_loop_t *loop_of(h2o_context_t *ctx)
 {
+    if (ctx->globalconf == &server.metrics_conf)
+        return H2O_STRUCT_FROM_MEMBER(notesd_loop_t, metrics_ctx, ctx);
     return H2O_STRUCT_FROM_MEMBER(notesd_loop_t, ctx, ctx);
 }
 

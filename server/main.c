@@ -23,6 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 #include "config.h"
 #include "http.h"
 #include "listen.h"
@@ -52,23 +55,54 @@ static pool_settings_t pool_settings_of(const notesd_config_t *cfg, int i)
                              .depth = cfg->pipeline_depth};
 }
 
+/* The journal's rings are allocated whole at start-up (JOURNAL x THREADS x
+ * 160 bytes): more than half the machine's memory is refused as a mistake,
+ * rather than left to the kernel to find out as the rings fill. */
+static int journal_too_large(const notesd_config_t *cfg, char *err, size_t len)
+{
+    double rings = (double)cfg->journal * cfg->threads * (double)sizeof(journal_record_t);
+    double memory = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    if (memory <= 0 || rings <= memory / 2)
+        return 0;
+    snprintf(err, len,
+             "JOURNAL=%d with THREADS=%d needs %.1f GiB of rings (160 bytes a record), more "
+             "than half this machine's %.1f GiB (see --help)",
+             cfg->journal, cfg->threads, rings / (1 << 30), memory / (1 << 30));
+    return 1;
+}
+
+/* A random name for this process's journal, so a reader's position from an
+ * earlier process is told apart (docs/journal.md); the clock and the pid
+ * when the kernel has no randomness to give. */
+static uint64_t journal_epoch(void)
+{
+    uint64_t epoch;
+    if (getrandom(&epoch, sizeof(epoch), GRND_NONBLOCK) != (ssize_t)sizeof(epoch))
+        epoch = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid();
+    return epoch;
+}
+
 /* What the handlers of both ports are given: the process's settings, and
  * every loop (the metrics port speaks for all of them). Read-only once the
  * loops run. */
 static const request_settings_t *request_settings_of(const notesd_config_t *cfg)
 {
     static request_settings_t s;
-    s = (request_settings_t){.server_timing = cfg->server_timing,
-                             .answer_half_closed = cfg->half_close == CONFIG_HALF_CLOSE_ANSWER,
-                             .primes_max = cfg->primes_max,
-                             .max_body_bytes = (size_t)cfg->max_body_bytes,
-                             .static_dir = cfg->static_dir,
-                             .ws = {.max_message_bytes = (uint64_t)cfg->ws_max_message_bytes,
-                                    .max_fragment_bytes = (uint64_t)cfg->ws_max_fragment_bytes,
-                                    .max_messages = (uint64_t)cfg->ws_max_messages,
-                                    .idle_timeout_ms = (uint64_t)cfg->ws_idle_timeout_ms},
-                             .loops = server.views,
-                             .nloops = server.nloops};
+    s = (request_settings_t){
+        .server_timing = cfg->server_timing,
+        .answer_half_closed = cfg->half_close == CONFIG_HALF_CLOSE_ANSWER,
+        .primes_max = cfg->primes_max,
+        .max_body_bytes = (size_t)cfg->max_body_bytes,
+        .static_dir = cfg->static_dir,
+        .ws = {.max_message_bytes = (uint64_t)cfg->ws_max_message_bytes,
+               .max_fragment_bytes = (uint64_t)cfg->ws_max_fragment_bytes,
+               .max_messages = (uint64_t)cfg->ws_max_messages,
+               .idle_timeout_ms = (uint64_t)cfg->ws_idle_timeout_ms},
+        .journal_token =
+            cfg->journal_token != NULL && cfg->journal_token[0] != '\0' ? cfg->journal_token : NULL,
+        .journal_epoch = journal_epoch(),
+        .loops = server.views,
+        .nloops = server.nloops};
     return &s;
 }
 
@@ -81,6 +115,10 @@ int main(int argc, char **argv)
     if (cfg->db_url == NULL || cfg->db_url[0] == '\0') {
         fprintf(stderr, "notesd: DB_URL is not set (a libpq URI such as "
                         "postgresql://user@127.0.0.1:5432/notes; see --help)\n");
+        return 2;
+    }
+    if (journal_too_large(cfg, err, sizeof(err))) {
+        fprintf(stderr, "notesd: %s\n", err);
         return 2;
     }
     if (cfg->pool_max < cfg->threads) {

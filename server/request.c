@@ -130,12 +130,9 @@ static void journal_request(notesd_req_t *r, uint64_t now_ns, uint8_t method,
     rec.request_id_len = rec.request_id_cut = 0;
     memset(rec.pad, 0, sizeof(rec.pad));
     ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
-    if (i >= 0) {
-        h2o_iovec_t v = req->headers.entries[i].value;
-        rec.request_id_cut = v.len > JOURNAL_REQUEST_ID_MAX;
-        rec.request_id_len = (uint8_t)(rec.request_id_cut ? JOURNAL_REQUEST_ID_MAX : v.len);
-        memcpy(rec.request_id, v.base, rec.request_id_len);
-    }
+    if (i >= 0)
+        journal_set_request_id(&rec, req->headers.entries[i].value.base,
+                               req->headers.entries[i].value.len);
     journal_add(r->loop->journal, &rec);
 }
 

@@ -64,13 +64,15 @@ typedef struct request_ws_limits {
  * the configuration (main.c), then read-only and shared by every loop. Each
  * request's context points at its port's; the route handlers read theirs here. */
 typedef struct request_settings {
-    int server_timing;      /* SERVER_TIMING: send Server-Timing on measured responses */
-    int answer_half_closed; /* HALF_CLOSE=answer: a client that shut down its sending side
-                               still gets its answer (request_client_gone) */
-    int primes_max;         /* PRIMES_MAX: the largest ?below= of /primes */
-    size_t max_body_bytes;  /* MAX_BODY_BYTES: a larger request body gets 413 */
-    const char *static_dir; /* STATIC_DIR: served under /static/ (read by its set-up hook) */
-    request_ws_limits_t ws; /* WS_*: the WebSocket routes' limits */
+    int server_timing;         /* SERVER_TIMING: send Server-Timing on measured responses */
+    int answer_half_closed;    /* HALF_CLOSE=answer: a client that shut down its sending side
+                                  still gets its answer (request_client_gone) */
+    int primes_max;            /* PRIMES_MAX: the largest ?below= of /primes */
+    size_t max_body_bytes;     /* MAX_BODY_BYTES: a larger request body gets 413 */
+    const char *static_dir;    /* STATIC_DIR: served under /static/ (read by its set-up hook) */
+    request_ws_limits_t ws;    /* WS_*: the WebSocket routes' limits */
+    const char *journal_token; /* JOURNAL_TOKEN; NULL: the journal is read from loopback only */
+    uint64_t journal_epoch;    /* random, drawn at start-up: names this process's journal */
     /* Every loop, for the metrics port's pages, which speak for all of them. */
     const request_loop_t *const *loops;
     int nloops;

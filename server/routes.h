@@ -71,7 +71,7 @@ typedef int (*route_handler_t)(notesd_req_t *r);
     X(ROUTE_METRICS, "/metrics", PORT_METRICS, MATCH_PREFIX, metrics_setup, {"GET", metrics_get})  \
     X(ROUTE_HEALTHZ, "/healthz", PORT_METRICS, MATCH_PREFIX, NULL, {"*", metrics_healthz})         \
     X(ROUTE_READYZ, "/readyz", PORT_METRICS, MATCH_PREFIX, NULL, {"*", metrics_readyz})            \
-    X(ROUTE_JOURNAL, "/journal", PORT_METRICS, MATCH_EXACT, NULL, {"GET", metrics_journal})        \
+    X(ROUTE_JOURNAL, "/journal", PORT_METRICS, MATCH_EXACT, NULL, {"GET", journal_route})          \
     X(ROUTE_OPENAPI, "/openapi.json", PORT_METRICS, MATCH_EXACT, NULL, {"GET", assets_openapi})    \
     X(ROUTE_DASHBOARD, "/dashboard", PORT_METRICS, MATCH_EXACT, NULL, {"GET", assets_dashboard})
 
@@ -122,7 +122,7 @@ int metrics_get(notesd_req_t *r);
 void metrics_setup(h2o_pathconf_t *pathconf, const request_settings_t *settings);
 int metrics_healthz(notesd_req_t *r);
 int metrics_readyz(notesd_req_t *r);
-int metrics_journal(notesd_req_t *r);
+int journal_route(notesd_req_t *r);
 int assets_openapi(notesd_req_t *r);
 int assets_dashboard(notesd_req_t *r);
 

@@ -176,58 +176,6 @@ int metrics_get(notesd_req_t *r)
     return 0;
 }
 
-/* Records one page of GET /journal gives at most. */
-#define JOURNAL_PAGE_MAX 5000
-
-/* Adds a response header of a decimal number. */
-static void add_number_header(h2o_req_t *req, const char *name, size_t len, uint64_t value)
-{
-    char *text = h2o_mem_alloc_pool(&req->pool, 24);
-    int n = snprintf(text, 24, "%llu", (unsigned long long)value);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, name, len, 0, NULL, text, (size_t)n);
-}
-
-/* GET /journal?loop=L&since=SEQ&limit=N: loop L's records after SEQ, oldest
- * first, as NDJSON (docs/journal.md). Records lost before this read (the ring
- * went round) come first as one line {"lost":K,"from":A,"to":B,"loop":L}. The
- * Journal-Next header is the `since` of the next page. 404 when JOURNAL is off. */
-int metrics_journal(notesd_req_t *r)
-{
-    h2o_req_t *req = r->req;
-    const request_settings_t *s = r->settings;
-    uint64_t loop = 0, since = 0, limit = 1000;
-
-    if (s->loops[0]->journal == NULL) {
-        respond_error(r, 404, "the journal is off: start notesd with JOURNAL=N");
-        return 0;
-    }
-    if (knob_query(r, "loop", 0, (uint64_t)s->nloops - 1, &loop) < 0 ||
-        knob_query(r, "since", 0, UINT64_MAX, &since) < 0 ||
-        knob_query(r, "limit", 1, JOURNAL_PAGE_MAX, &limit) < 0)
-        return 0;
-    journal_record_t *records = h2o_mem_alloc_pool(&req->pool, (size_t)limit * sizeof(*records));
-    journal_page_t page;
-    journal_read(s->loops[loop]->journal, since, records, (size_t)limit, &page);
-
-    char *body = h2o_mem_alloc_pool(&req->pool, 128 + page.n * JOURNAL_LINE_MAX), *p = body;
-    if (page.lost_from != 0)
-        p += sprintf(p, "{\"lost\":%llu,\"from\":%llu,\"to\":%llu,\"loop\":%llu}\n",
-                     (unsigned long long)(page.lost_to - page.lost_from + 1),
-                     (unsigned long long)page.lost_from, (unsigned long long)page.lost_to,
-                     (unsigned long long)loop);
-    for (size_t i = 0; i < page.n; i++) {
-        const journal_record_t *rec = &records[i];
-        p += journal_format(
-            rec, rec->method < REQUEST_NUM_METHODS ? request_method_labels[rec->method] : "other",
-            rec->route < ROUTE__COUNT ? routes[rec->route].label : "other", p);
-    }
-    add_number_header(req, H2O_STRLIT("journal-next"), page.next);
-    add_number_header(req, H2O_STRLIT("journal-newest"), page.newest);
-    add_number_header(req, H2O_STRLIT("journal-loops"), (uint64_t)s->nloops);
-    respond(r, 200, "application/x-ndjson", body, (size_t)(p - body));
-    return 0;
-}
-
 /* /healthz, any method: the process is alive and its loop turns. */
 int metrics_healthz(notesd_req_t *r)
 {

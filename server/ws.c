@@ -122,11 +122,12 @@ static void journal_handshake(ws_conn_t *c, notesd_req_t *r)
     c->journal.loop = (uint8_t)r->loop->index;
     ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
     if (i >= 0) {
-        h2o_iovec_t v = req->headers.entries[i].value;
-        c->journal.request_id_cut = v.len > JOURNAL_REQUEST_ID_MAX;
-        c->journal.request_id_len =
-            (uint8_t)(c->journal.request_id_cut ? JOURNAL_REQUEST_ID_MAX : v.len);
-        memcpy(c->journal.request_id, v.base, c->journal.request_id_len);
+        journal_record_t id; /* the header's value as every record keeps it */
+        journal_set_request_id(&id, req->headers.entries[i].value.base,
+                               req->headers.entries[i].value.len);
+        c->journal.request_id_cut = id.request_id_cut;
+        c->journal.request_id_len = id.request_id_len;
+        memcpy(c->journal.request_id, id.request_id, id.request_id_len);
     }
 }
 

@@ -1,8 +1,11 @@
 /*
  * test_journal.c - unit tests of server/journal.c: records read back whole and
  * in order, pages that neither lose nor repeat a record, the ring going
- * round (lost for the reader, dropped when no reader had it), a record line's
- * escaping, and a reader on another thread while the writer laps it.
+ * round (lost for the reader, dropped when no reader had it), a `since` past
+ * the newest record changing nothing, a record line's escaping (NDJSON and
+ * CSV), and a reader on another thread while the writer laps it: what it was
+ * given and what it was told it lost add up to every record, and what it lost
+ * is exactly what the writer counted dropped.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -107,9 +110,14 @@ static void the_ring_going_round_is_lost_and_dropped_never_silent(void)
     }
     /* slots of 1..6 overwritten: 1..3 had been given, 4..6 had not */
     CHECK_INT_EQ(j.dropped, 3);
+    /* a read tells the gap, and the next one gives what follows it */
     journal_read(&j, 3, out, 16, &page);
     CHECK_INT_EQ(page.lost_from, 4);
     CHECK_INT_EQ(page.lost_to, 6);
+    CHECK_INT_EQ(page.n, 0);
+    CHECK_INT_EQ(page.next, 6);
+    journal_read(&j, page.next, out, 16, &page);
+    CHECK_INT_EQ(page.lost_from, 0);
     CHECK_INT_EQ(page.n, 4);
     CHECK_INT_EQ(out[0].seq, 7);
     CHECK_INT_EQ(out[3].seq, 10);
@@ -125,6 +133,70 @@ static void the_ring_going_round_is_lost_and_dropped_never_silent(void)
     CHECK_INT_EQ(rep.records, 14);
     CHECK_INT_EQ(rep.dropped, 3);
     CHECK_INT_EQ(rep.cap, 4);
+    journal_free(&j);
+}
+
+/* A reader whose `since` is past the newest record (its position from an
+ * earlier process, or 2^64 - 1) is given nothing and changes nothing: the
+ * records after it are still dropped when no reader had them. */
+static void a_since_past_the_newest_changes_nothing(void)
+{
+    journal_t j;
+    journal_record_t out[16];
+    journal_page_t page;
+    uint64_t far[] = {6, 1000, UINT64_MAX - 1, UINT64_MAX};
+    CHECK_INT_EQ(journal_init(&j, 4), 0);
+    for (uint64_t n = 1; n <= 5; n++) {
+        journal_record_t r = made(n);
+        journal_add(&j, &r);
+    }
+    for (size_t i = 0; i < sizeof(far) / sizeof(far[0]); i++) {
+        journal_read(&j, far[i], out, 16, &page);
+        CHECK_INT_EQ(page.n, 0);
+        CHECK_INT_EQ(page.lost_from, 0);
+        CHECK_INT_EQ(page.next, far[i]);
+        CHECK_INT_EQ(page.newest, 5);
+    }
+    CHECK_INT_EQ(j.dropped, 1); /* record 1, overwritten by 5 */
+    for (uint64_t n = 6; n <= 12; n++) {
+        journal_record_t r = made(n);
+        journal_add(&j, &r);
+    }
+    CHECK_INT_EQ(j.dropped, 8); /* 1..8: no reader had any of them */
+    journal_read(&j, 0, out, 16, &page);
+    CHECK_INT_EQ(page.lost_from, 1);
+    CHECK_INT_EQ(page.lost_to, 8);
+    CHECK_INT_EQ(page.n, 0);
+    journal_read(&j, page.next, out, 16, &page);
+    CHECK_INT_EQ(page.n, 4);
+    CHECK_INT_EQ(out[0].seq, 9);
+    journal_free(&j);
+}
+
+/* Two readers: what one was given is not dropped when the other missed it;
+ * a record read twice is given once. */
+static void a_record_is_given_once_whoever_reads_it(void)
+{
+    journal_t j;
+    journal_record_t out[16];
+    journal_page_t page;
+    CHECK_INT_EQ(journal_init(&j, 4), 0);
+    for (uint64_t n = 1; n <= 4; n++) {
+        journal_record_t r = made(n);
+        journal_add(&j, &r);
+    }
+    journal_read(&j, 2, out, 16, &page); /* reader A: 3 and 4 */
+    CHECK_INT_EQ(page.n, 2);
+    journal_read(&j, 0, out, 1, &page); /* reader B: 1 */
+    CHECK_INT_EQ(page.n, 1);
+    journal_read(&j, 2, out, 16, &page); /* reader A again: 3 and 4 once more */
+    CHECK_INT_EQ(page.n, 2);
+    CHECK_INT_EQ(out[0].seq, 3);
+    for (uint64_t n = 5; n <= 8; n++) {
+        journal_record_t r = made(n);
+        journal_add(&j, &r);
+    }
+    CHECK_INT_EQ(j.dropped, 1); /* record 2 alone: no reader had it */
     journal_free(&j);
 }
 
@@ -156,6 +228,57 @@ static void a_line_is_json_with_its_request_id_escaped(void)
     r.request_id_cut = 1;
     n = journal_format(&r, "OPTIONS", "/fault/:status", line);
     CHECK(n <= JOURNAL_LINE_MAX);
+}
+
+static void a_csv_line_has_the_header_s_columns(void)
+{
+    journal_record_t r = made(9);
+    char line[JOURNAL_LINE_MAX + 1];
+    r.seq = 9;
+    r.loop = 1;
+    r.proto = JOURNAL_H2 | JOURNAL_TLS;
+    r.stream_id = 5;
+    r.trace_hi = 0x0af7651916cd43ddULL, r.trace_lo = 0x8448eb211c80319cULL;
+    memcpy(r.request_id, "a\"b,c\\\x01", 7);
+    r.request_id_len = 7;
+    size_t n = journal_format_csv(&r, "GET", "/notes/:id", line);
+    line[n] = '\0';
+    CHECK_STR_EQ(line, "9,1,http,27,h2,1,5,GET,/notes/:id,9,0,63,64,65,0,0,0,99,"
+                       "0af7651916cd43dd8448eb211c80319c,\"a\"\"b,c\\\\\\u0001\"\n");
+    /* as many fields as the header has columns, none of them absent ones */
+    size_t commas = 0;
+    for (const char *h = JOURNAL_CSV_HEADER; *h != '\0'; h++)
+        commas += *h == ',';
+    r.trace_hi = r.trace_lo = 0;
+    r.request_id_len = 0;
+    n = journal_format_csv(&r, "GET", "/json", line);
+    line[n] = '\0';
+    size_t fields = 0;
+    for (const char *c = line; *c != '\0'; c++)
+        fields += *c == ',';
+    CHECK_INT_EQ(fields, commas);
+    CHECK(strstr(line, ",99,,\n") != NULL);
+    /* the longest line fits JOURNAL_LINE_MAX */
+    memset(&r, 0xff, sizeof(r));
+    r.kind = JOURNAL_WS_OUT;
+    r.request_id_len = JOURNAL_REQUEST_ID_MAX;
+    n = journal_format_csv(&r, "OPTIONS", "/fault/:status", line);
+    CHECK(n <= JOURNAL_LINE_MAX);
+}
+
+static void a_request_id_is_kept_without_the_spaces_around_it(void)
+{
+    journal_record_t r;
+    memset(&r, 0, sizeof(r));
+    journal_set_request_id(&r, " \tr-1 \t", 7);
+    CHECK_INT_EQ(r.request_id_len, 3);
+    CHECK(memcmp(r.request_id, "r-1", 3) == 0);
+    CHECK_INT_EQ(r.request_id_cut, 0);
+    char longer[JOURNAL_REQUEST_ID_MAX + 3];
+    memset(longer, 'x', sizeof(longer));
+    journal_set_request_id(&r, longer, sizeof(longer));
+    CHECK_INT_EQ(r.request_id_len, JOURNAL_REQUEST_ID_MAX);
+    CHECK_INT_EQ(r.request_id_cut, 1);
 }
 
 /* ---- a reader on another thread ------------------------------------------------------------ */
@@ -204,11 +327,13 @@ static void a_reader_racing_the_writer_gets_whole_records_or_is_told(void)
         since = page.next;
     }
     pthread_join(writer, NULL);
-    printf("    read %llu records, told of %llu lost\n", (unsigned long long)got,
-           (unsigned long long)lost);
+    /* the records still in the ring when the writer stopped were read, never dropped */
+    printf("    read %llu records, told of %llu lost, %llu dropped\n", (unsigned long long)got,
+           (unsigned long long)lost, (unsigned long long)shared.dropped);
     CHECK_INT_EQ(torn, 0);
     CHECK_INT_EQ(backwards, 0);
     CHECK_INT_EQ(got + lost, LAPS);
+    CHECK_INT_EQ(shared.dropped, lost);
     CHECK(got > 0);
     journal_free(&shared);
 }
@@ -218,7 +343,11 @@ int main(void)
     CHECK_RUN(records_come_back_whole_and_in_order);
     CHECK_RUN(small_pages_neither_lose_nor_repeat);
     CHECK_RUN(the_ring_going_round_is_lost_and_dropped_never_silent);
+    CHECK_RUN(a_since_past_the_newest_changes_nothing);
+    CHECK_RUN(a_record_is_given_once_whoever_reads_it);
     CHECK_RUN(a_line_is_json_with_its_request_id_escaped);
+    CHECK_RUN(a_csv_line_has_the_header_s_columns);
+    CHECK_RUN(a_request_id_is_kept_without_the_spaces_around_it);
     CHECK_RUN(a_reader_racing_the_writer_gets_whole_records_or_is_told);
     return check_summary();
 }

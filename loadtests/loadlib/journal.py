@@ -58,9 +58,9 @@ def read(metrics_port, since=None, host="127.0.0.1", timeout=10.0, token=None):
             loops = page.loops
             lost += page.lost
             records += page.records
-            seq = page.next or seq
-            if not page.count:
+            if (page.next or seq) == seq:        # a page that moves nothing: the end
                 break
+            seq = page.next
         since[loop] = seq
         loop += 1
     records.sort(key=lambda r: (r["started_us"], r["loop"], r["seq"]))
@@ -227,6 +227,18 @@ def ramp_error(arrivals_us, stages, start_us, window_ms=500):
 
 # ------------------------------------------------------------------ connections
 
+def per_connection(loop, conn, conn_at_us, ended_us):
+    """Each connection of a run's HTTP records, from one array per field: {"at" (its
+    accept), "end" (its last answer), "requests"}, arrays in one order. One sort."""
+    key = np.asarray(conn, dtype=np.int64) * 1024 + np.asarray(loop, dtype=np.int64)
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(ordered)) + 1])
+    return {"at": np.minimum.reduceat(np.asarray(conn_at_us, dtype=np.int64)[order], starts),
+            "end": np.maximum.reduceat(np.asarray(ended_us, dtype=np.int64)[order], starts),
+            "requests": np.diff(np.concatenate([starts, [len(key)]]))}
+
+
 def connection_figures(loop, conn, conn_at_us, started_us, ended_us):
     """Requests per connection and connection lifetimes (first accept to last answer,
     seconds), from one array per field of a run's HTTP records; `most_at_once` is the
@@ -234,19 +246,15 @@ def connection_figures(loop, conn, conn_at_us, started_us, ended_us):
     the first request."""
     if not len(conn):
         return {"connections": 0}
-    key = np.asarray(conn, dtype=np.int64) * 1024 + np.asarray(loop, dtype=np.int64)
-    keys, which, per = np.unique(key, return_inverse=True, return_counts=True)
-    at = np.full(len(keys), np.iinfo(np.int64).max)
-    np.minimum.at(at, which, np.asarray(conn_at_us, dtype=np.int64))
-    end = np.zeros(len(keys), dtype=np.int64)
-    np.maximum.at(end, which, np.asarray(ended_us, dtype=np.int64))
+    c = per_connection(loop, conn, conn_at_us, ended_us)
+    at, end, per = c["at"], c["end"], c["requests"]
     life = (end - at) / 1e6
     # open and close events in order of time; a close before an open at the same moment
     events = np.concatenate([np.stack([at, np.ones_like(at)], 1),
                              np.stack([end, -np.ones_like(end)], 1)])
     events = events[np.lexsort((events[:, 1], events[:, 0]))]
     first = int(np.min(started_us))
-    return {"connections": len(keys), "requests": int(per.sum()),
+    return {"connections": len(per), "requests": int(per.sum()),
             "per_connection_min": int(per.min()), "per_connection_median": float(np.median(per)),
             "per_connection_max": int(per.max()),
             "lifetime_median_s": round(float(np.median(life)), 3),

@@ -1,9 +1,10 @@
 """notesd's request journal read page by page: the one reader of GET /journal.
 
 A page is one loop's records after `since` (docs/journal.md). This module asks for
-them in CSV (`format=csv`, up to CSV_PAGE records a page) and falls back to NDJSON
-(NDJSON_PAGE a page) on a server that refuses the format; it reads either by the
-answer's Content-Type. It sends the journal's token (`Authorization: Bearer`, from
+them in CSV (`format=csv`), as many a page as the server takes (CSV_PAGE, else
+NDJSON_PAGE), and falls back to NDJSON on a server that refuses the format; it reads
+either by the answer's Content-Type. A 503 (the metrics port's budget for pages in
+flight is spent) is asked again after a moment. It sends the journal's token (`Authorization: Bearer`, from
 NOTESD_JOURNAL_TOKEN unless given) and, after the first page, the server's
 `Journal-Epoch`, so that a server restarted between two pages answers 409 and the
 reader raises Restarted instead of joining two processes' records. Records the ring
@@ -16,27 +17,30 @@ second, where dicts take seconds and hundreds of megabytes). Collector keeps the
 columns of a run from page after page, only the fields the checks read, so a page's
 text is let go as soon as it is parsed.
 """
+import concurrent.futures
 import io
 import json
 import os
+import time
 import urllib.parse
 
 import numpy as np
 
 from . import httpc
 
-CSV_PAGE = 50000            # the most records one CSV page holds
-NDJSON_PAGE = 5000          # the most one NDJSON page holds
+CSV_PAGE = 50000            # the most records a CSV page is asked for, if the server takes it
+NDJSON_PAGE = 5000          # the most any page holds on notesd today
+BUSY_TRIES, BUSY_WAIT_S = 50, 0.1   # a 503 (pages in flight over the port's budget) is retried
 TOKEN_ENV = "NOTESD_JOURNAL_TOKEN"
 # The record's fields as the CSV header names them (docs/journal.md, "A record").
 FIELDS = ("seq", "loop", "kind", "conn", "proto", "tls", "stream", "method", "route", "status",
           "conn_at_us", "arrived_us", "started_us", "ended_us", "wait_us", "query_us",
           "bytes_in", "bytes_out", "trace_id", "request_id")
-# What Collector keeps of each HTTP record: numbers, and words (a handful of values each)
-# as small codes into a vocabulary.
-NUMBERS = ("loop", "conn", "tls", "status", "conn_at_us", "started_us", "ended_us", "wait_us",
-           "query_us")
+# What Collector keeps of each HTTP record: numbers, and words (a handful of values each,
+# read as bytes of at most WORD_BYTES) as small codes into a vocabulary.
+NUMBERS = ("loop", "conn", "tls", "status", "conn_at_us", "started_us", "ended_us")
 WORDS = ("kind", "proto", "method", "route")
+WORD_BYTES = 32
 
 
 class Restarted(OSError):
@@ -82,7 +86,7 @@ def columns_of_records(records, want_ids=False):
     cols = {f: np.fromiter((int(r[f]) for r in records), dtype=np.int64, count=n)
             for f in NUMBERS}
     for f in WORDS:
-        cols[f] = np.array([r[f] for r in records], dtype=str) if n else np.array([], dtype=str)
+        cols[f] = np.array([r[f].encode() for r in records], dtype=f"S{WORD_BYTES}")
     if want_ids:
         cols["request_id"] = np.array([r.get("request_id") or "" for r in records], dtype=object)
     return cols
@@ -90,7 +94,8 @@ def columns_of_records(records, want_ids=False):
 
 def parse_csv(body, want_ids=False):
     """The columns of a CSV page: its first line names the fields, one record a line,
-    request_id quoted as RFC 4180 says. numpy's C reader does the work."""
+    request_id quoted as RFC 4180 says. numpy's C reader does the work, in one pass over
+    the fields kept (and one more for the request ids, when asked)."""
     text = body.decode("utf-8", "replace")
     head, _, rest = text.partition("\n")
     where = {name: i for i, name in enumerate(head.strip().split(","))}
@@ -99,16 +104,15 @@ def parse_csv(body, want_ids=False):
         raise ValueError(f"a CSV journal page without {', '.join(missing)}: {head[:200]!r}")
     if not rest.strip():
         return columns_of_records([], want_ids)
-
-    def read(fields, dtype):
-        return np.loadtxt(io.StringIO(rest), delimiter=",", quotechar='"', comments=None,
-                          usecols=[where[f] for f in fields], dtype=dtype, ndmin=2)
-
-    numbers, words = read(NUMBERS, np.int64), read(WORDS, str)
-    cols = {f: numbers[:, i] for i, f in enumerate(NUMBERS)}
-    cols.update({f: words[:, i] for i, f in enumerate(WORDS)})
+    kept = sorted(NUMBERS + WORDS, key=where.get)
+    dtype = [(f, f"S{WORD_BYTES}" if f in WORDS else np.int64) for f in kept]
+    table = np.loadtxt(io.StringIO(rest), delimiter=",", quotechar='"', comments=None,
+                       usecols=[where[f] for f in kept], dtype=dtype, ndmin=1)
+    cols = {f: table[f] for f in kept}
     if want_ids:
-        cols["request_id"] = read(("request_id",), object)[:, 0]
+        cols["request_id"] = np.loadtxt(io.StringIO(rest), delimiter=",", quotechar='"',
+                                        comments=None, usecols=[where["request_id"]],
+                                        dtype=object, ndmin=1)
     return cols
 
 
@@ -121,6 +125,7 @@ class Source:
         self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
         self.epoch = None
         self.csv = True         # until the server refuses it
+        self.page = CSV_PAGE    # the records a CSV page is asked for, until refused
 
     @classmethod
     def from_url(cls, url, token=None):
@@ -138,11 +143,15 @@ class Source:
         if self.epoch:
             query["epoch"] = self.epoch
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
-        res = httpc.request(self.port, "/journal?" + urllib.parse.urlencode(query),
-                            timeout=self.timeout, host=self.host, headers=headers)
+        for _ in range(BUSY_TRIES):
+            res = httpc.request(self.port, "/journal?" + urllib.parse.urlencode(query),
+                                timeout=self.timeout, host=self.host, headers=headers)
+            if res.status != 503:
+                break
+            time.sleep(BUSY_WAIT_S)
         if res.status == 409:
-            raise Restarted(f"the server restarted (journal epoch {self.epoch} is gone): "
-                            "records after it belong to another process")
+            raise Restarted(f"the server restarted (journal epoch {self.epoch}): "
+                            f"{res.body[:300].decode('utf-8', 'replace')}")
         epoch = res.headers.get("journal-epoch")
         if res.status == 200 and epoch:
             if self.epoch and epoch != self.epoch:
@@ -165,15 +174,24 @@ class Source:
         return Page(loop, res.headers, lost + lost_in_headers(res.headers), len(records),
                     records=records)
 
-    def columns(self, loop, since, want_ids=False):
-        """One page as columns: CSV where the server speaks it, NDJSON otherwise."""
+    def fetch(self, loop, since):
+        """One page's answer, CSV where the server speaks it (as many records a page as it
+        takes), NDJSON otherwise."""
         res = self.get(loop, since, "csv" if self.csv else "ndjson",
-                       CSV_PAGE if self.csv else NDJSON_PAGE)
+                       self.page if self.csv else NDJSON_PAGE)
         if res.status == 400 and self.csv:
-            self.csv = False                    # a server from before the CSV format
-            return self.columns(loop, since, want_ids)
+            if self.page > NDJSON_PAGE:
+                self.page = NDJSON_PAGE         # a server with smaller pages
+            else:
+                self.csv = False                # a server from before the CSV format
+            return self.fetch(loop, since)
         if res.status != 200:
             self.fail(res)
+        return res
+
+    @staticmethod
+    def parse(res, loop, want_ids=False):
+        """The Page of an answer fetch() gave, as columns."""
         lost = lost_in_headers(res.headers)
         if res.headers.get("content-type", "").startswith("text/csv"):
             cols = parse_csv(res.body, want_ids)
@@ -182,6 +200,10 @@ class Source:
             lost = max(lost, inline)            # a server may announce them both ways
             cols = columns_of_records(records, want_ids)
         return Page(loop, res.headers, lost, len(cols["started_us"]), columns=cols)
+
+    def columns(self, loop, since, want_ids=False):
+        """One page as columns."""
+        return self.parse(self.fetch(loop, since), loop, want_ids)
 
     def newest(self):
         """{loop: the newest record's seq}, from one short page per loop."""
@@ -209,46 +231,63 @@ class Collector:
         self.newest = {}
 
     def code(self, word, values):
-        """Codes of `values` in the vocabulary of `word`, which grows as new ones come."""
+        """Codes of `values` (bytes) in the vocabulary of `word`, which grows as new ones
+        come; a page of one value (the usual: one route, one protocol) costs one compare."""
         vocab = self.vocab[word]
-        distinct, inverse = np.unique(values, return_inverse=True)
+        if not len(values):
+            return np.array([], dtype=np.int16)
+        if (values == values[0]).all():
+            distinct, inverse = values[:1], np.zeros(len(values), dtype=np.intp)
+        else:
+            distinct, inverse = np.unique(values, return_inverse=True)
         for v in distinct:
-            if v not in vocab:
-                vocab.append(str(v))
-        table = np.array([vocab.index(v) for v in distinct], dtype=np.int16)
-        return table[inverse] if len(values) else np.array([], dtype=np.int16)
+            if v.decode() not in vocab:
+                vocab.append(v.decode())
+        table = np.array([vocab.index(v.decode()) for v in distinct], dtype=np.int16)
+        return table[inverse]
 
     def add(self, page):
         self.lost += page.lost
         cols = page.columns
-        http = cols["kind"] == "http"
-        if not http.all():
+        http = cols["kind"] == b"http"
+        every = http.all()
+        if not every:
             kinds, counts = np.unique(cols["kind"][~http], return_counts=True)
             for k, c in zip(kinds, counts):
-                self.other[str(k)] = self.other.get(str(k), 0) + int(c)
-        keep = {f: cols[f][http] for f in NUMBERS}
+                self.other[k.decode()] = self.other.get(k.decode(), 0) + int(c)
+        pick = (lambda a: a) if every else (lambda a: a[http])
+        keep = {f: pick(cols[f]).astype(np.int64) for f in NUMBERS}
         keep["loop"], keep["tls"] = keep["loop"].astype(np.int16), keep["tls"].astype(np.int8)
         keep["status"] = keep["status"].astype(np.int16)
-        keep.update({w: self.code(w, cols[w][http]) for w in WORDS if w != "kind"})
+        keep.update({w: self.code(w, pick(cols[w])) for w in WORDS if w != "kind"})
         if self.want_ids:
-            keep["request_id"] = cols["request_id"][http]
+            keep["request_id"] = pick(cols["request_id"])
         self.chunks.append(keep)
 
     def drain(self, source):
-        """Reads every page `source` has after the marks, loop by loop, into this."""
+        """Reads every page `source` has after the marks, loop by loop, into this: the
+        next page is asked for while this one is parsed (its `since` is this one's
+        Journal-Next), so the server writes one while we read the other. A loop is done
+        at a page that moves nothing (Journal-Next equal to its `since`)."""
         loop, loops = 0, 1
-        while loop < loops:
-            seq = self.since.get(loop, 0)
-            while True:
-                page = source.columns(loop, seq, self.want_ids)
-                loops = page.loops
-                self.add(page)
-                self.newest[loop] = page.newest
-                seq = page.next if page.next else seq
-                if page.count == 0:
-                    break
-            self.since[loop] = seq
-            loop += 1
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as ahead:
+            while loop < loops:
+                seq = self.since.get(loop, 0)
+                coming = ahead.submit(source.fetch, loop, seq)
+                while True:
+                    res = coming.result()
+                    nxt = int(res.headers.get("journal-next", seq))
+                    if nxt != seq:
+                        coming = ahead.submit(source.fetch, loop, nxt)
+                    page = source.parse(res, loop, self.want_ids)
+                    loops = page.loops
+                    self.add(page)
+                    self.newest[loop] = page.newest
+                    if nxt == seq:
+                        break
+                    seq = nxt
+                self.since[loop] = seq
+                loop += 1
 
     def behind(self, source):
         """How many records the slowest loop holds that this has not read (one short
@@ -258,15 +297,17 @@ class Collector:
 
     def columns(self):
         """{field: array} of every HTTP record read, sorted by started_us, with the words'
-        vocabularies under "vocab"."""
+        vocabularies under "vocab". The pages' arrays are let go field by field as the
+        sorted ones are made, so the run is held about once."""
         fields = NUMBERS + tuple(w for w in WORDS if w != "kind") + \
             (("request_id",) if self.want_ids else ())
-        if not self.chunks:
-            out = {f: np.array([], dtype=np.int64) for f in fields}
-        else:
-            out = {f: np.concatenate([c[f] for c in self.chunks]) for f in fields}
-        self.chunks = [out]                     # one chunk from now on
-        order = np.argsort(out["started_us"], kind="stable")
-        sorted_out = {f: v[order] for f, v in out.items()}
-        sorted_out["vocab"] = {w: list(v) for w, v in self.vocab.items()}
-        return sorted_out
+        chunks, self.chunks = self.chunks, []
+        if not chunks:
+            chunks = [{f: np.array([], dtype=np.int64) for f in fields}]
+        order = np.argsort(np.concatenate([c["started_us"] for c in chunks]), kind="stable")
+        out = {}
+        for f in fields:
+            out[f] = np.concatenate([c.pop(f) for c in chunks])[order]
+        self.chunks = [{f: v for f, v in out.items()}]   # one chunk from now on
+        out["vocab"] = {w: list(v) for w, v in self.vocab.items()}
+        return out

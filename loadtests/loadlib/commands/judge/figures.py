@@ -74,9 +74,10 @@ def by_status(cols):
 def by_route(cols):
     """{"METHOD /route": requests}."""
     vocab = cols["vocab"]
-    pairs, counts = np.unique(np.stack([cols["method"], cols["route"]], 1), axis=0,
-                              return_counts=True) if len(cols["route"]) else ([], [])
-    return {f"{vocab['method'][m]} {vocab['route'][r]}": int(c) for (m, r), c in zip(pairs, counts)}
+    width = max(len(vocab["route"]), 1)
+    counts = np.bincount(cols["method"].astype(np.int64) * width + cols["route"])
+    return {f"{vocab['method'][k // width]} {vocab['route'][k % width]}": int(counts[k])
+            for k in np.flatnonzero(counts)}
 
 
 def protocols(cols):
@@ -176,9 +177,10 @@ def pictures(cols, model, log=None):
                        "exponential": expect.round(2).tolist(), "rate": rate}
     out["connections"] = {"t_s": out["arrivals"]["t_s"], "open": conn_open(cols, t0, mids)}
     grid = np.concatenate([np.linspace(0, 0.9, 46), 1 - np.logspace(-1, -3, 21)[1:]])
-    server = np.sort((cols["ended_us"] - cols["started_us"]) / 1000)
+    held = (cols["ended_us"] - cols["started_us"]) / 1000
+    at = np.minimum((grid * len(held)).astype(np.int64), len(held) - 1)
     out["latency"] = {"q": grid.round(5).tolist(),
-                      "server_ms": np.quantile(server, grid).round(4).tolist()}
+                      "server_ms": np.partition(held, at)[at].round(4).tolist()}
     if log is not None and len(log["latency_ms"]):
         out["latency"]["client_ms"] = np.quantile(log["latency_ms"], grid).round(4).tolist()
     return out
@@ -187,14 +189,8 @@ def pictures(cols, model, log=None):
 def conn_open(cols, t0, mids):
     """Connections open at each moment t0 + mids: accepted, and not yet past their last
     answer."""
-    key = cols["conn"].astype(np.int64) * 1024 + cols["loop"]
-    keys, which = np.unique(key, return_inverse=True)
-    end = np.zeros(len(keys), dtype=np.int64)
-    np.maximum.at(end, which, cols["ended_us"])
-    at = np.full(len(keys), np.iinfo(np.int64).max)
-    np.minimum.at(at, which, cols["conn_at_us"])
+    c = journal.per_connection(cols["loop"], cols["conn"], cols["conn_at_us"], cols["ended_us"])
     moments = t0 + (mids * 1e6).astype(np.int64)
-    opened = np.searchsorted(np.sort(at), moments, side="right")
-    closed = np.searchsorted(np.sort(end), moments, side="left")
+    opened = np.searchsorted(np.sort(c["at"]), moments, side="right")
+    closed = np.searchsorted(np.sort(c["end"]), moments, side="left")
     return (opened - closed).tolist()
-

@@ -36,7 +36,8 @@ from loadlib.quantile import percentile
 PAGE = journal_pages.NDJSON_PAGE    # the most records one NDJSON page holds
 WINDOW_MS = 100             # the shortest window the achieved rate is read over ...
 WINDOW_ARRIVALS = 20        # ... made longer where fewer than this many are due in one
-CLUMP_GAP = 2.0             # a gap this many times the mean one separates two clumps
+CLUMP_SHARE = 0.1           # arrivals closer than this share of the mean gap are one clump
+CLUMP_GAP = 2.0             # clumps this many mean gaps apart are counted as a pattern's beats
 # judge's generic per-request CSV (loadtests/judge.md): wall-clock send time in µs since
 # the epoch, the X-Request-Id sent (empty: none), µs until the answer's last byte, status
 LOG_HEADER = ("start_us", "request_id", "latency_us", "status")
@@ -132,25 +133,29 @@ def windows(arrivals_us, start_us, end_us, window_ms=WINDOW_MS):
 
 
 def clumps(gaps_s):
-    """How arrivals bunch: (mean arrivals per clump, seconds from one clump to the next
-    (median)), clumps being separated by gaps of CLUMP_GAP times the mean gap or more.
-    About c arrivals a clump for c connections in lockstep, the whole second's for a
-    tool that sends each second's share at once; a steady or random schedule's figures
-    mean little (Poisson arrivals: about 7 a "clump")."""
+    """How arrivals bunch: (mean arrivals per clump, a clump being arrivals less than
+    CLUMP_SHARE of the mean gap apart; the median of the gaps of CLUMP_GAP mean gaps or
+    more, in seconds: a burst pattern's period). Poisson arrivals: 1.1 a clump; c
+    connections in lockstep: c; each second's share at once: the whole share, every
+    second."""
     g = np.asarray(gaps_s, dtype=float)
     if not len(g) or g.mean() <= 0:
         return None, None
-    apart = g >= CLUMP_GAP * g.mean()
-    between = float(np.median(g[apart])) if apart.any() else None
-    return (len(g) + 1) / (np.count_nonzero(apart) + 1), between
+    apart = g >= CLUMP_SHARE * g.mean()
+    long = g[g >= CLUMP_GAP * g.mean()]
+    return (len(g) + 1) / (np.count_nonzero(apart) + 1), \
+        float(np.median(long)) if len(long) else None
 
 
-def schedule(arrivals_us, rate, poisson=False, window_ms=None, trim_ms=None, duration_s=None):
+def schedule(arrivals_us, rate, poisson=False, window_ms=None, trim_ms=None, duration_s=None,
+             clip_ms=None):
     """How well arrivals (microseconds, any order) kept a constant `rate` per second,
     over `duration_s` from the first when given, else until the last. The windows are
     window_for(rate) long; the first and last `trim_ms` (default a window) are left
-    out of them (a tool's start and stop). Returns a dict of figures; only "arrivals"
-    and "rate" where there are fewer than three."""
+    out of them (a tool's start and stop). With clip_ms, also the CV of the gaps each
+    counted at most clip_ms ("gap_cv_clipped": one long pause weighs on the CV as the
+    square of its length, and is the longest gap's to judge). Returns a dict of
+    figures; only "arrivals" and "rate" where there are fewer than three."""
     t = np.sort(np.asarray(arrivals_us, dtype=np.int64))
     if len(t) < 3:
         return {"arrivals": len(t), "rate": rate}
@@ -178,6 +183,10 @@ def schedule(arrivals_us, rate, poisson=False, window_ms=None, trim_ms=None, dur
     }
     if duration_s:
         out.update(duration_s=duration_s, expected=round(rate * duration_s, 1))
+    if clip_ms:
+        clipped = np.minimum(gaps, clip_ms / 1000)
+        out.update(clip_ms=round(clip_ms, 1),
+                   gap_cv_clipped=round(float(clipped.std() / clipped.mean()), 3))
     if poisson:
         d, p = ks_exponential(gaps, rate)
         out.update(ks_d=round(d, 4), ks_p=p)

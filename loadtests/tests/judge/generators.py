@@ -4,7 +4,8 @@ timeout has microseconds, where threads waking on a shared interpreter lock woul
 bunch their sends), each keeping or breaking an open model's schedule in one known way.
 
     python3 generators.py MODE URL --rate R --duration S [--connections C]
-                          [--drop SHARE] [--log FILE] [--seed N]
+                          [--drop SHARE] [--log FILE] [--seed N] [--plan]
+    python3 generators.py closed URL --requests N [--connections C] [--log FILE]
 
   poisson   Poisson arrivals at R/s: exponential gaps, each request sent on whichever
             of the C connections is free (an honest open model)
@@ -13,9 +14,11 @@ bunch their sends), each keeping or breaking an open model's schedule in one kno
   lockstep  C connections, each sending every C/R seconds, all from the same phase
             (the rate on average; bursts of C at once)
   bursts    each second's R requests sent at once at the start of the second
+  closed    C connections, each sending its next request when its answer is in, N in all
 
 --drop SHARE leaves that share of the scheduled requests unsent and says nothing: its
-claim counts them. --log FILE writes judge's per-request CSV (start_us, request_id,
+claim counts them. --plan prints the requests it would claim (a --seed makes the same
+schedule every time) and sends nothing. --log FILE writes judge's per-request CSV (start_us, request_id,
 latency_us, status) with an X-Request-Id on every request. Prints one JSON line:
 {"sent", "claimed" (what it would report), "errors", "late_ms" (the most any send
 came after its time: the generator's own lateness, which the server would see)}.
@@ -30,7 +33,7 @@ import time
 import urllib.parse
 
 
-def schedule(mode, rate, duration, connections, rng):
+def schedule(mode, rate, duration, connections, rng, requests=0):
     """[(seconds from the start, connection or None for any free one)] in order."""
     due = []
     if mode == "poisson":
@@ -48,6 +51,10 @@ def schedule(mode, rate, duration, connections, rng):
     elif mode == "bursts":
         for second in range(int(duration)):
             due += [(float(second), i % connections) for i in range(int(rate))]
+    elif mode == "closed":
+        # every request due at once, each on its connection: sent as the one before it on
+        # that connection is answered
+        due = [(0.0, i % connections) for i in range(requests)]
     return sorted(due, key=lambda d: d[0])
 
 
@@ -83,18 +90,26 @@ class Conn:
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=("poisson", "phased", "lockstep", "bursts"))
+    p.add_argument("mode", choices=("poisson", "phased", "lockstep", "bursts", "closed"))
     p.add_argument("url")
-    p.add_argument("--rate", type=float, required=True)
-    p.add_argument("--duration", type=float, required=True)
+    p.add_argument("--rate", type=float, default=0.0)
+    p.add_argument("--duration", type=float, default=0.0)
+    p.add_argument("--requests", type=int, default=0)
     p.add_argument("--connections", type=int, default=8)
     p.add_argument("--drop", type=float, default=0.0)
     p.add_argument("--log")
     p.add_argument("--seed", type=int)
+    p.add_argument("--plan", action="store_true")
     args = p.parse_args()
+    if (args.mode == "closed") != bool(args.requests) or \
+            (args.mode != "closed" and not (args.rate and args.duration)):
+        p.error("closed takes --requests; the others --rate and --duration")
     rng = random.Random(args.seed)
-    due = schedule(args.mode, args.rate, args.duration, args.connections, rng)
+    due = schedule(args.mode, args.rate, args.duration, args.connections, rng, args.requests)
     claimed = len(due)
+    if args.plan:
+        print(json.dumps({"claimed": claimed}))
+        return
     if args.drop:
         keep = set(rng.sample(range(len(due)), round(len(due) * (1 - args.drop))))
         due = [d for i, d in enumerate(due) if i in keep]

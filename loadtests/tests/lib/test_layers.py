@@ -76,12 +76,12 @@ OURS = {"loadlib", "tests"}
 LAYERS = [
     {"paths", "httpc"},
     {"prom", "netcheck", "procs", "pg", "pgbench", "mixes", "report", "charts", "cli", "tools.base",
-     "tools._npm", "journal_pages", "judgement", "htmlpage"},
+     "tools._npm", "journal_pages", "htmlpage"},
     # adapters that a command or another adapter imports by name: on tools.base
     {"quantile", "openmetrics", "tools.wrk", "tools.k6", "tools.locust", "tools.artillery", "netns", "server", "database",
      "tools.ws_base", "pagecharts"},
     {"sampler", "tools.run", "tools.locust_distributed", "stats", "journal"},
-    {"tools.ws_run"},
+    {"tools.ws_run", "judgement"},
     # the commands' parts, in the order they build on each other
     {"commands.harness.figures", "commands.harness.arrivals", "commands.bench.figures",
      "commands.calibrate.report",

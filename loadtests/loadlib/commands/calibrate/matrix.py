@@ -44,7 +44,7 @@ import tempfile
 import threading
 import time
 
-from loadlib import journal, procs, prom, server as srv
+from loadlib import journal, judgement, procs, prom, server as srv
 from loadlib.paths import LOADTESTS
 from loadlib.commands.calibrate.target import lacking, server_features, server_view
 from loadlib.server import Target
@@ -288,8 +288,8 @@ def json_records(target, since):
 def schedule_view(records, lost):
     """A schedule run's journal figures, as judge_schedule reads them."""
     return {"records": len(records), "lost": lost,
-            "schedule": journal.schedule([r["started_us"] for r in records], SCHEDULE_RATE,
-                                         poisson=True),
+            "schedule": judgement.schedule_figures([r["started_us"] for r in records],
+                                                   SCHEDULE_RATE, poisson=True),
             "connections": journal.connections(records)}
 
 

@@ -264,15 +264,16 @@ def section_schedule(data):
                      rec["verdict"]])
     return ("`GET /json` at 200/s with c=10, the rate set by each tool's own option; the arrival "
             "times are the server's (notesd's request journal, `started_us`), 100 ms windows, "
-            "the first and last trimmed. PASS when the achieved rate is within 5% of the rate "
-            "asked, at least 90% of the windows hold within half the expected count, and no gap "
-            "is longer than 100 ms and the inter-arrival CV is at most 1 (no burstier than Poisson "
-            "arrivals); WARN within 20% and 60%; FAIL beyond "
-            "([why](README.md#the-schedule-column)). The CV is the inter-arrival "
-            "times' (0 for a metronome, 1 for Poisson arrivals), KS p the Kolmogorov-Smirnov "
-            "p-value against the exponential at the asked rate (small: not Poisson, which none of "
-            "these tools claims); connections × requests per connection (median) from the "
-            "journal too.\n\n"
+            "the first and last trimmed. The verdict is judge's (`loadlib/judgement.py`): PASS "
+            "when the achieved rate, the windows within half the expected count, the longest "
+            "gap, the arrivals a clump and the inter-arrival CV are all within what an open "
+            "model allows (a pacing tool's bounds, widened to Poisson arrivals' and randomly "
+            "phased connections' where those stray further); WARN when the rate is within 20% "
+            "and 60% of the windows on it; FAIL beyond ([why](README.md#the-schedule-column)). "
+            "The CV is the inter-arrival times' (0 for a metronome, 1 for Poisson arrivals), KS p "
+            "the Kolmogorov-Smirnov p-value against the exponential at the asked rate (small: not "
+            "Poisson, which none of these tools claims); connections × requests per connection "
+            "(median) from the journal too.\n\n"
             + report.table(["tool", "rate option", "asked /s", "achieved /s (error)",
                             "windows on rate", "window /s p5–p95", "longest gap ms", "CV",
                             "KS p", "connections", "verdict"], rows)

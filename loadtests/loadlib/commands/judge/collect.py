@@ -21,6 +21,7 @@ from loadlib.server import NO_DATABASE, Target
 from loadlib.tools import run as toolrun
 
 POLL_S = 1.0                # how often a running load's journal is looked at
+LAG_PROBE_MS = 10           # the event-loop lag probe of a notesd started here (its own pauses)
 SETTLE_S = 5.0              # the longest wait for the server to dispose of the last requests
 JOURNAL_RECORDS = 1_000_000  # the ring of a notesd started here (160 bytes a record, as it fills)
 TOOL_START_S = 60           # a command's time to start and stop, beyond its --duration
@@ -36,7 +37,8 @@ class Server:
         self.own = not args.target
         if self.own:
             self.target = Target(args.notesd, args.pin, journal=args.journal_records,
-                                 db_url=args.db_url or NO_DATABASE)
+                                 db_url=args.db_url or NO_DATABASE,
+                                 extra=("--lag-interval-ms", str(LAG_PROBE_MS)))
             self.base = self.target.url("")
             metrics = self.target.metrics_url
         else:
@@ -89,6 +91,8 @@ class Reader(threading.Thread):
                 if self.capacity is None or \
                         self.collector.behind(self.source) > self.capacity // 2:
                     self.read()
+            except ConnectionError:       # a server restarting: its next page says so
+                continue
             except OSError as e:          # Restarted among them: finish() raises it
                 self.error = e
                 return
@@ -126,7 +130,7 @@ def run_command(argv, limit, cpu):
 def run_adapter(adapter, spec, cpu):
     """Runs an adapter's tool; (exit status, failure, its ToolResult or None)."""
     try:
-        result = toolrun.run_adapter(adapter, spec, cpu=cpu, timeout=(spec.duration_s or 0)
+        result = toolrun.run_tool(adapter, spec, cpu=cpu, timeout=(spec.duration_s or 0)
                                   + (spec.requests or 0) / (spec.rate or 200) + TOOL_START_S)
         return 0, None, result
     except (toolrun.ToolFailed, ValueError, OSError) as e:
@@ -137,12 +141,35 @@ def wait_window(seconds):
     """The window of a server judged while others load it: `seconds`, or until ^C."""
     try:
         if seconds:
+            log(f"judging a window of {seconds:g} s from now")
             time.sleep(seconds)
         else:
             log("judging until interrupted (^C)")
             threading.Event().wait()
     except KeyboardInterrupt:
         log("interrupted: judging the window so far")
+
+
+def lateness_ms(before, after, own):
+    """How late the server's event loop was at most over the run, in ms: its
+    notes_eventloop_lag_max_seconds since the scrape before the run where no one else
+    scrapes it (a notesd started here), else the highest bucket of
+    notes_eventloop_delay_seconds that grew (an upper bound). None without the figures."""
+    if before is None or after is None:
+        return None
+    if own:
+        lag = prom.value(after, "notes_eventloop_lag_max_seconds")
+        return None if lag is None else round(lag * 1000, 3)
+    try:
+        buckets = prom.histogram_deltas(before, after, "notes_eventloop_delay_seconds",
+                                        lambda labels: "all").get("all")
+    except prom.InputError:
+        return None
+    if not buckets or not buckets[-1][1]:
+        return 0.0 if buckets else None
+    finite = [le for le, _ in buckets if le != float("inf")]
+    top = next(le for le, c in buckets if c >= buckets[-1][1])
+    return round((top if top != float("inf") else finite[-1]) * 1000, 3)
 
 
 def counted(before, after):
@@ -156,13 +183,13 @@ def collect(args, load, want_ids=False):
     """Runs the load against the server and reads what it saw. load: ("command", argv),
     ("tool", adapter, spec) or ("window", seconds); argv and spec may hold the
     placeholders of Server.placeholders(), filled in here. Returns a dict: "columns",
-    "lost", "counted", "command" ((exit status, failure) or None), "tool_result",
-    "t0_us", "read_s"; journal_pages.Restarted when the server restarted."""
+    "lost", "counted", "server_lag_ms", "command" ((exit status, failure) or None),
+    "tool_result", "t0_us", "read_s"; journal_pages.Restarted when the server restarted."""
     server = Server(args)
     out = {"command": None, "tool_result": None, "base": server.base}
     try:
         collector = journal_pages.Collector(server.source.newest(), want_ids)
-        before = server.scrape() if server.own else None
+        before = server.scrape()
         reader = Reader(server.source, collector, args.journal_records if server.own else None)
         reader.start()
         out["t0_us"] = int(time.time() * 1e6)
@@ -181,12 +208,13 @@ def collect(args, load, want_ids=False):
             out["command"] = (rc, failure)
         else:
             wait_window(load[1])
+        out["server_lag_ms"] = lateness_ms(before, server.scrape(), server.own)
         if load[0] != "window":
             server.settle()
         reader.finish()
         out.update(read_s=reader.read_s, lost=collector.lost, columns=collector.columns(),
                    other=collector.other, csv=server.source.csv,
-                   counted=counted(before, server.scrape() if server.own else None))
+                   counted=counted(before, server.scrape()) if server.own else None)
     finally:
         server.stop()
     return out

@@ -132,12 +132,15 @@ def parse_args(argv):
     return p, args, command
 
 
-def model_of(args):
+def model_of(args, window):
+    """The declared model; over a window (--target without a command) --duration is the
+    window's, not the tool's, and its schedule is judged from its first arrival to its last."""
     kind = "open" if args.rate else "ramp" if args.ramp else "closed" if args.closed else None
     if args.tool and kind is None:
         kind = "closed"                 # an adapter's run without a rate is closed
     return Model(kind=kind, rate=args.rate, poisson=args.poisson, ramp=args.ramp,
-                 connections=args.connections, duration_s=args.duration, requests=args.requests)
+                 connections=args.connections, duration_s=None if window else args.duration,
+                 requests=args.requests)
 
 
 def tool_load(p, args, model):
@@ -188,7 +191,8 @@ def main(argv=None):
     """The command: argv without the program's name (default: this process's)."""
     t_start = time.perf_counter()
     p, args, command = parse_args(sys.argv[1:] if argv is None else argv)
-    model = model_of(args)
+    window = not command and not args.tool
+    model = model_of(args, window)
     load = (("command", command) if command else tool_load(p, args, model) if args.tool
             else ("window", args.duration))
     try:
@@ -211,7 +215,7 @@ def main(argv=None):
             return 2
     result = figures.judge(run["columns"], model, counted=run["counted"], lost=run["lost"],
                            claims=claims_of(args, run["tool_result"]), log=log,
-                           command=run["command"])
+                           command=run["command"], server_lag_ms=run["server_lag_ms"])
     result.update(model=model.to_dict(), server=run["base"], other_records=run["other"],
                   journal_format="csv" if run["csv"] else "ndjson")
     if log is not None:

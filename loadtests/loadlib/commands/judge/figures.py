@@ -47,13 +47,13 @@ def closed_figures(cols, conns):
             "idle_ms": round(float(max(idle.max(), 0.0)), 3)}
 
 
-def schedule_of(cols, model, conns):
+def schedule_of(cols, model, conns, server_lag_ms=None):
     """The schedule check for the declared model."""
     started = cols["started_us"]
     if model.kind == "open":
-        s = journal.schedule(started, model.rate, poisson=model.poisson,
-                             duration_s=model.duration_s)
-        return judgement.schedule_check(s, poisson=model.poisson)
+        s = judgement.schedule_figures(started, model.rate, poisson=model.poisson,
+                                       duration_s=model.duration_s)
+        return judgement.schedule_check(s, poisson=model.poisson, server_lag_ms=server_lag_ms)
     if model.kind == "ramp":
         r = journal.ramp_error(started, model.stages(), int(started[0])) if len(started) else {}
         return judgement.ramp_check(r, len(started), name="schedule")
@@ -101,12 +101,13 @@ def join_log(cols, log):
     return j
 
 
-def judge(cols, model, counted=None, lost=0, claims=None, log=None, command=None):
+def judge(cols, model, counted=None, lost=0, claims=None, log=None, command=None,
+          server_lag_ms=None):
     """Every check of one run: {"verdict", "requests", "checks", "figures"}.
     cols: Collector.columns(); counted: http_requests_total's growth (None: unknown);
     claims: {"requests", "p50", "p99", "rate"} (None where not claimed); log: a tool's
     per-request log as journal.log_columns() gives it; command: (exit status, why the
-    tool did not run or None)."""
+    tool did not run or None); server_lag_ms: the server's own lateness over the run."""
     claims = claims or {}
     n = len(cols["started_us"])
     statuses = by_status(cols)
@@ -122,8 +123,8 @@ def judge(cols, model, counted=None, lost=0, claims=None, log=None, command=None
         held = latency_quantiles((cols["ended_us"] - cols["started_us"]) / 1000)
         figures["server_latency_ms"] = held
         checks += [judgement.errors_check(statuses), judgement.connections_check(
-            conns, model.connections), judgement.protocol_check(protocols(cols)),
-            schedule_of(cols, model, conns), judgement.latency_check(held)]
+            conns, model.connections, closed=model.kind == "closed"), judgement.protocol_check(protocols(cols)),
+            schedule_of(cols, model, conns, server_lag_ms), judgement.latency_check(held)]
         checks += claim_checks(claims, cols, held, flight, n)
         if log is not None:
             checks.append(judgement.join_check(join_log(cols, log), flight,

@@ -19,8 +19,9 @@ PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-
           zlib1g-dev libbrotli-dev libwslay-dev postgresql postgresql-contrib curl ca-certificates
           openssl file)
 # What the tests add: Debian's python3 with psycopg2 (and brotli, to compress test
-# bodies; prometheus-client and scipy, the references loadlib's own Prometheus parser and
-# bench --compare's statistics are held to), promtool, clang for sanitizers and
+# bodies; numpy, which loadlib's journal figures and judge compute with; prometheus-client
+# and scipy, the references loadlib's own Prometheus parser and bench --compare's
+# statistics are held to), promtool, clang for sanitizers and
 # libFuzzer, clang-format for the style check, wrk for load smoke tests, graphviz for the
 # check that server/diagrams are current, the load generators the loadlib adapters drive
 # (h2load, ab, hey, siege, httperf, locust, and tsung for calibrate's WebSocket column;
@@ -33,7 +34,7 @@ PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-
 # docker/kubernetes/ (Debian's kubernetes-client only where no kubectl is on PATH: a newer
 # one is not replaced).
 TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml python3-brotli python3-prometheus-client
-               python3-scipy prometheus clang libclang-rt-14-dev clang-format wrk valgrind
+               python3-numpy python3-scipy prometheus clang libclang-rt-14-dev clang-format wrk valgrind
                docker-compose graphviz docker.io mmdebstrap nghttp2-client apache2-utils hey siege
                httperf python3-locust tsung iproute2 python3-h2 slowhttptest chromium lintian
                man-db systemd systemd-container)

@@ -60,6 +60,7 @@ table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
 th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid var(--grid); vertical-align: top; }
 th { color: var(--muted); font-weight: 600; }
 code { font: 12px ui-monospace, monospace; }
+.why { color: var(--muted); margin-top: 2px; }
 a { color: var(--a); }
 footer { margin-top: 12px; color: var(--muted); font-size: 12px; }
 """

@@ -134,17 +134,17 @@ def windows(arrivals_us, start_us, end_us, window_ms=WINDOW_MS):
 
 def clumps(gaps_s):
     """How arrivals bunch: (mean arrivals per clump, a clump being arrivals less than
-    CLUMP_SHARE of the mean gap apart; the median of the gaps of CLUMP_GAP mean gaps or
-    more, in seconds: a burst pattern's period). Poisson arrivals: 1.1 a clump; c
-    connections in lockstep: c; each second's share at once: the whole share, every
-    second."""
+    CLUMP_SHARE of the mean gap apart; mean arrivals between two gaps of CLUMP_GAP mean
+    gaps or more, and the median of those gaps in seconds: a burst pattern's size and
+    period). Poisson arrivals: 1.1 a clump; c connections in lockstep: c, every c mean
+    gaps; each second's share at once: the whole share, every second."""
     g = np.asarray(gaps_s, dtype=float)
     if not len(g) or g.mean() <= 0:
-        return None, None
+        return None, None, None
     apart = g >= CLUMP_SHARE * g.mean()
     long = g[g >= CLUMP_GAP * g.mean()]
-    return (len(g) + 1) / (np.count_nonzero(apart) + 1), \
-        float(np.median(long)) if len(long) else None
+    return ((len(g) + 1) / (np.count_nonzero(apart) + 1), (len(g) + 1) / (len(long) + 1),
+            float(np.median(long)) if len(long) else None)
 
 
 def schedule(arrivals_us, rate, poisson=False, window_ms=None, trim_ms=None, duration_s=None,
@@ -166,7 +166,7 @@ def schedule(arrivals_us, rate, poisson=False, window_ms=None, trim_ms=None, dur
     span_s = (t[-1] - t[0]) / 1e6
     gaps = np.diff(t) / 1e6
     mean_gap = gaps.mean()
-    per_clump, between = clumps(gaps)
+    per_clump, per_beat, between = clumps(gaps)
     out = {
         "arrivals": len(t), "rate": rate, "span_s": round(span_s, 3), "window_ms": window_ms,
         "achieved_rate": round((len(t) - 1) / span_s, 2) if span_s > 0 else None,
@@ -178,8 +178,8 @@ def schedule(arrivals_us, rate, poisson=False, window_ms=None, trim_ms=None, dur
                             if len(per_s) else None),
         "gap_cv": round(float(gaps.std() / mean_gap), 3) if mean_gap > 0 else None,
         "longest_gap_ms": round(float(gaps.max()) * 1000, 3),
-        "per_clump": round(per_clump, 2), "clump_every_ms": None if between is None
-        else round(between * 1000, 1),
+        "per_clump": round(per_clump, 2), "per_burst": round(per_beat, 1),
+        "clump_every_ms": None if between is None else round(between * 1000, 1),
     }
     if duration_s:
         out.update(duration_s=duration_s, expected=round(rate * duration_s, 1))

@@ -93,10 +93,11 @@ def write_page(result, path):
     if n is not None:
         tiles.append((f"{n:,}", "requests the server saw", None))
     tiles += [(c["verdict"], c["name"].replace("_", " "), c["verdict"]) for c in checks]
-    rows = [[htmlpage.verdict(c["verdict"]), htmlpage.esc(c["name"]), htmlpage.esc(c["figure"]),
-             htmlpage.esc(c["reason"])] for c in checks]
-    body = [htmlpage.tiles(tiles), htmlpage.html_table(["verdict", "check", "what was seen", "why"],
-                                                  rows, raw=(0, 1, 2, 3))]
+    rows = [[htmlpage.verdict(c["verdict"]), htmlpage.esc(c["name"]), htmlpage.esc(c["figure"])
+             + (f'<div class="why">why: {htmlpage.esc(c["reason"])}</div>' if c["reason"] else "")]
+            for c in checks]
+    body = [htmlpage.tiles(tiles), htmlpage.html_table(["verdict", "check", "what was seen"],
+                                                       rows, raw=(0, 1, 2))]
     s = result.get("series") or {}
     charts = [f(s) for key, f in (("arrivals", arrivals_chart), ("gaps", gaps_chart),
                                   ("connections", connections_chart), ("latency", latency_chart))

@@ -29,12 +29,12 @@ SCORECARD = os.path.join(LOADTESTS, "calibration", "latest-scorecard.json")
 RATE, CONNECTIONS, SECONDS = 100, 10, 3
 
 
-def check_eight():
-    """{tool: check 8's schedule verdict} of the committed scorecard."""
+def check_eight(name="schedule"):
+    """{tool: check 8's verdict} of the committed scorecard (its schedule, or its ramp)."""
     with open(SCORECARD) as f:
         data = json.load(f)
-    return {t["tool"]: t["checks"]["schedule"]["verdict"] for t in data["tools"]
-            if t.get("checks", {}).get("schedule")}
+    return {t["tool"]: t["checks"][name]["verdict"] for t in data["tools"]
+            if t.get("checks", {}).get(name)}
 
 
 class AdaptedTools(unittest.TestCase):
@@ -75,6 +75,30 @@ class AdaptedTools(unittest.TestCase):
         _, s = self.judged("k6")
         self.assertEqual(self.scorecard["k6"], "PASS")
         self.assertNotIn("bunched", s["reason"])
+
+    def test_k6_ramping_arrival_rate_keeps_its_ramp(self):
+        if self.adapters.get("k6") is None:
+            self.skipTest("k6 is not installed")
+        # check 8's ramp: 50/s rising to 250/s in 3 s, then 2 s at 250/s
+        rc, result, err = run_judge(["--tool", "k6", "--ramp", "50:250:3", "--duration", "5",
+                                     "--connections", str(CONNECTIONS)])
+        self.assertIsNotNone(result, err)
+        ramp = check(result, "schedule")
+        self.assertIn("off the ramp on average", ramp["figure"])
+        self.assertEqual(check_eight("ramp")["k6"], "PASS")
+        if ramp["verdict"] != "PASS":
+            # the one reason a quiet machine's run would not have: a pause of this one
+            self.assertNotIn("off the ramp:", ramp["reason"], ramp)
+            print(f"  k6's ramp: {ramp['verdict']} where check 8 said PASS: the machine paused "
+                  f"({ramp['reason']})", flush=True)
+        # calibrate's judge_ramp on the same figures
+        figures = {k: v for k, v in ramp["figures"].items() if k != "bounds"}
+        theirs = verdicts.judge_ramp({"result": {"requests": result["tool"]["requests"]},
+                                      "spec": {"rate": 50.0, "ramp": [[3, 250.0], [2, 250.0]]},
+                                      "server": {"requests": result["requests"]},
+                                      "journal": {"records": result["requests"], "lost": 0,
+                                                  "ramp": figures}})
+        self.assertEqual(theirs["verdict"], ramp["verdict"])
 
     def test_httperf_rate_keeps_its_schedule(self):
         result, s = self.judged("httperf")

@@ -152,7 +152,10 @@ def schedule(arrivals_us, rate, poisson=False, window_ms=None, trim_ms=None, dur
     """How well arrivals (microseconds, any order) kept a constant `rate` per second,
     over `duration_s` from the first when given, else until the last. The windows are
     window_for(rate) long; the first and last `trim_ms` (default a window) are left
-    out of them (a tool's start and stop). With clip_ms, also the CV of the gaps each
+    out of them (a tool's start and stop); "window_runs" counts the runs of windows with
+    arrivals between empty ones (one for a steady schedule, one a burst for a bursty
+    one), "window_run_every_ms" the median time between them. With clip_ms, also the CV
+    of the gaps each
     counted at most clip_ms ("gap_cv_clipped": one long pause weighs on the CV as the
     square of its length, and is the longest gap's to judge). Returns a dict of
     figures; only "arrivals" and "rate" where there are fewer than three."""
@@ -162,7 +165,11 @@ def schedule(arrivals_us, rate, poisson=False, window_ms=None, trim_ms=None, dur
     window_ms = window_ms or window_for(rate)
     trim = (window_ms if trim_ms is None else trim_ms) * 1000
     end = int(t[0] + duration_s * 1e6) if duration_s else int(t[-1])
-    per_s = np.array(windows(t, int(t[0]) + trim, end - trim, window_ms)) * 1000 / window_ms
+    counts = np.array(windows(t, int(t[0]) + trim, end - trim, window_ms))
+    per_s = counts * 1000 / window_ms
+    # bursts by window: runs of windows with arrivals, separated by empty ones
+    busy = np.flatnonzero(counts)
+    runs = busy[np.concatenate([[True], np.diff(busy) > 1])] if len(busy) else busy
     span_s = (t[-1] - t[0]) / 1e6
     gaps = np.diff(t) / 1e6
     mean_gap = gaps.mean()
@@ -179,6 +186,9 @@ def schedule(arrivals_us, rate, poisson=False, window_ms=None, trim_ms=None, dur
         "gap_cv": round(float(gaps.std() / mean_gap), 3) if mean_gap > 0 else None,
         "longest_gap_ms": round(float(gaps.max()) * 1000, 3),
         "per_clump": round(per_clump, 2), "per_burst": round(per_beat, 1),
+        "window_runs": len(runs), "per_window_run": round(float(counts.sum()) / len(runs), 1)
+        if len(runs) else None, "window_run_every_ms": float(np.median(np.diff(runs))) *
+        window_ms if len(runs) > 1 else None,
         "clump_every_ms": None if between is None else round(between * 1000, 1),
     }
     if duration_s:

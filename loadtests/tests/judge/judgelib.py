@@ -57,20 +57,24 @@ ATTEMPTS = 3
 
 
 def honest_run(test, options, command):
-    """Runs judge on an honest generator until one attempt's generator kept its own
-    schedule (late by at most LATE_OK_MS) or judge passed its schedule, at most ATTEMPTS
-    times; (exit status, --json, stderr, the generator's line) of that attempt. Skips the
-    test, saying why, when the machine never let the generator keep its schedule."""
+    """Runs judge on an honest generator until, in one attempt, the generator kept its
+    own schedule and the server its own (each late by at most LATE_OK_MS: the
+    generator's late_ms, the server's event-loop lag judge read) or judge passed the
+    schedule, at most ATTEMPTS times; (exit status, --json, stderr, the generator's
+    line) of that attempt. Skips the test, saying why, when the machine never let them."""
     lates = []
     for _ in range(ATTEMPTS):
         rc, result, err = run_judge(options, command)
         line = said(err)
-        if line["late_ms"] <= LATE_OK_MS or check(result, "schedule")["verdict"] == "PASS":
+        schedule = check(result, "schedule")
+        server = schedule["figures"].get("bounds", {}).get("server_lag_ms") or 0.0
+        if max(line["late_ms"], server) <= LATE_OK_MS or schedule["verdict"] == "PASS":
             return rc, result, err, line
-        lates.append(line["late_ms"])
-        print(f"  the generator was {line['late_ms']:.0f} ms late: again", flush=True)
-    test.skipTest(f"the machine kept the generator from its schedule in {ATTEMPTS} runs "
-                  f"(late by {', '.join(f'{x:.0f}' for x in lates)} ms)")
+        lates.append((line["late_ms"], server))
+        print(f"  the generator was {line['late_ms']:.0f} ms late, the server {server:.0f} ms: "
+              "again", flush=True)
+    test.skipTest(f"the machine kept the generator or the server from its schedule in "
+                  f"{ATTEMPTS} runs (late by {lates} ms)")
 
 
 def check(result, name):

@@ -76,7 +76,7 @@ class Generators(unittest.TestCase):
         self.assertEqual((rc, result["verdict"]), (1, "FAIL"))
         s = check(result, "schedule")
         self.assertEqual(s["verdict"], "FAIL")
-        self.assertRegex(s["reason"], r"^bursts of about \d+ arrivals at once, one every "
+        self.assertRegex(s["reason"], r"^bursts, about (1\d\d|2\d\d) arrivals each, one every "
                                       r"(9\d\d|1\d\d\d) ms")
         self.assertEqual(result["requests"], said(err)["sent"])
 
@@ -86,7 +86,9 @@ class Generators(unittest.TestCase):
                                             "--connections", "8"))
         s = check(result, "schedule")
         self.assertEqual((rc, result["verdict"], s["verdict"]), (3, "WARN", "WARN"), s)
-        self.assertIn("bunched: about 8 arrivals at once", s["reason"])
+        # about the 8 connections' 8 at once (a pause of the machine may merge two)
+        at_once = int(re.match(r"bunched: about (\d+) arrivals at once", s["reason"]).group(1))
+        self.assertTrue(6 <= at_once <= 12, s["reason"])
         self.assertIn("lockstep", s["reason"])
 
     def test_a_generator_that_drops_a_tenth_fails_its_count(self):

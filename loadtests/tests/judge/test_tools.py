@@ -60,7 +60,8 @@ class AdaptedTools(unittest.TestCase):
         # calibrate's check 8 on the same figures
         figures = {k: v for k, v in schedule["figures"].items() if k != "bounds"}
         run = {"result": {"requests": result["tool"]["requests"]}, "spec": {"rate": RATE},
-               "server": {"requests": result["requests"]},
+               "server": {"requests": result["requests"],
+                          "lag_max_ms": schedule["figures"]["bounds"]["server_lag_ms"]},
                "journal": {"records": result["requests"], "lost": 0, "schedule": figures,
                            "connections": {}}}
         theirs = verdicts.judge_schedule(run)

@@ -92,7 +92,7 @@ class OpenModel(unittest.TestCase):
     def test_each_seconds_share_at_once_fails_as_bursts(self):
         c = judged(per_second_bursts(200, 5), 200)
         self.assertEqual(c["verdict"], j.FAIL, c)
-        self.assertIn("bursts of about 200 arrivals at once, one every 996 ms", c["reason"])
+        self.assertIn("bursts, about 200 arrivals each, one every 1000 ms", c["reason"])
 
     def test_a_stall_fails_on_its_gap_and_windows(self):
         t = metronome(200, 5)

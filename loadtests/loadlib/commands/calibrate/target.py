@@ -41,7 +41,9 @@ def lacking(features, *needed):
 
 def server_view(before, after, label):
     """The server's side of one run: requests (all but /stall's) and 503s, connections
-    accepted, CPU seconds, stalls, and its own latency mean for the route `label`."""
+    accepted, CPU seconds, stalls, how late its event loop was at most (lag_max_ms: the
+    scrape before the run started the gauge's window), and its own latency mean for the
+    route `label`."""
     if before is None or after is None:
         return {}
     reqs = prom.deltas(before, after, "http_requests_total")
@@ -63,6 +65,8 @@ def server_view(before, after, label):
     accepted = delta("notes_http_connections_accepted_total")
     view["connections_accepted"] = None if accepted is None else int(accepted)
     view["cpu_s"] = delta("process_cpu_seconds_total")
+    lag = prom.value(after, "notes_eventloop_lag_max_seconds")   # since the scrape before
+    view["lag_max_ms"] = None if lag is None else round(lag * 1000, 3)
     stalls = delta("notes_stalls_total")
     view["stalls"] = None if stalls is None else int(stalls)
     view["stall_s"] = delta("notes_stall_seconds_total")

@@ -322,7 +322,7 @@ def judge_schedule(run):
     disagrees = journal_agrees("schedule", j, figures["server_requests"], figures)
     if disagrees:
         return disagrees
-    c = judgement.schedule_check(s)
+    c = judgement.schedule_check(s, server_lag_ms=run["server"].get("lag_max_ms"))
     err = (round(judgement.rate_error(s) * 100, 1) if s.get("achieved_rate") is not None
            else None)
     return record("schedule", c["verdict"], err, c["figure"] + (f": {c['reason']}" if c["reason"]

@@ -52,9 +52,11 @@ RANK = {PASS: 0, WARN: 1, FAIL: 2}
 #   machine bunches the arrivals after it: an honest generator paused up to 51 ms on this
 #   2-core machine with both cores full gave D 0.12 over 305 arrivals (p 0.0002).
 # - The server's own pauses are not the tool's: where notesd's event loop was late by up
-#   to L ms over the run (notes_eventloop_delay_seconds), the gap bound grows by L and,
+#   to L ms over the run (notes_eventloop_lag_max_seconds), the gap bound grows by L and,
 #   from a quarter of a window on, the windows a pause of L can empty or crowd
-#   (L / window + 1) are not counted against the share on rate.
+#   (L / window + 1) are not counted against the share on rate; from a mean gap on, a CV
+#   or a KS test beyond its bound is the server's bunching as much as the tool's, and is
+#   not held against the tool (a KS failure is then a WARN that says so).
 SCHEDULE_RATE_PASS, SCHEDULE_RATE_WARN = 0.05, 0.20
 SCHEDULE_WINDOWS_PASS, SCHEDULE_WINDOWS_WARN = 0.90, 0.60
 SCHEDULE_GAP_PASS_MS = 100.0
@@ -215,6 +217,9 @@ def schedule_check(s, poisson=False, name="schedule", server_lag_ms=None):
               + (f"; the server itself late by up to {server_lag_ms:.0f} ms"
                  if server_lag_ms and server_lag_ms >= SERVER_LAG_SHOWN_MS else ""))
     reasons = []
+    # a server late by a mean gap or more bunched the arrivals itself, which its clock
+    # cannot tell from a tool's doing: the CV and the KS test say little then
+    blurred = (server_lag_ms or 0) >= 1000 / rate
     off = on < b["windows"] or gap > b["gap_ms"]
     where = (f": a longest gap of {gap:.0f} ms (allowed {b['gap_ms']:.0f}), {on * 100:.0f}% of "
              f"windows on rate ({b['windows']:.0%} needed)")
@@ -223,7 +228,7 @@ def schedule_check(s, poisson=False, name="schedule", server_lag_ms=None):
     else:
         if off:
             reasons.append("stalls" + where)
-        if bunched or cv > b["cv"]:
+        if bunched or (cv > b["cv"] and not blurred):
             reasons.append(f"bunched: {bunches(s)}, where Poisson arrivals make 1.1 "
                            f"(allowed {b['per_clump']:g}), CV {cv:.2f} (allowed {b['cv']:.2f}): "
                            "connections firing in lockstep")
@@ -231,9 +236,6 @@ def schedule_check(s, poisson=False, name="schedule", server_lag_ms=None):
         reasons.append(f"{'fewer' if err < 0 else 'more'} arrivals than declared: "
                        f"{err * 100:+.1f}% (allowed ±{b['rate'] * 100:.1f}%)")
     ks_fails = poisson and s.get("ks_p") is not None and s["ks_p"] < KS_P_PASS
-    # a server late by a mean gap or more bunched the arrivals itself: its clock cannot
-    # then tell Poisson arrivals from others
-    blurred = ks_fails and (server_lag_ms or 0) >= 1000 / rate
     if ks_fails:
         reasons.append(f"not Poisson arrivals: Kolmogorov-Smirnov D {s['ks_d']:.3f}, p "
                        f"{s['ks_p']:.2g} below {KS_P_PASS:g}"

@@ -113,6 +113,11 @@ class OpenModel(unittest.TestCase):
         # the same arrivals where the server's loop was itself late by 300 ms
         self.assertEqual(judged(late, 200, server_lag_ms=300)["verdict"], j.PASS)
 
+    def test_a_server_late_by_a_mean_gap_blurs_the_ks_test(self):
+        c = judged(metronome(200, 5), 200, poisson_claimed=True, server_lag_ms=10)
+        self.assertEqual(c["verdict"], j.WARN, c)
+        self.assertIn("but the server itself was late by up to 10 ms", c["reason"])
+
     def test_a_short_count_over_the_declared_duration(self):
         # a metronome at the rate that stopped after 3 of the 5 s asked for
         c = judged(metronome(200, 3), 200, duration=5)

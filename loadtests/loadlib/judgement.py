@@ -418,7 +418,7 @@ def claimed_count_check(claimed, seen, in_flight):
 
 def claimed_latency_check(q, claimed_ms, server_ms):
     name = f"claimed_{q}"
-    figure = f"the tool claims {q} {claimed_ms:g} ms, the server's own {q} is {server_ms:.3f} ms"
+    figure = f"the tool claims {q} {claimed_ms:.4g} ms, the server's own {q} is {server_ms:.3f} ms"
     figures = {"claimed_ms": claimed_ms, "server_ms": server_ms}
     if claimed_ms + CLAIM_LATENCY_SLACK_MS < server_ms:
         return judged(name, FAIL, figure, f"impossible: a client's {q} cannot be below the time "

@@ -63,42 +63,51 @@ def positive(kind):
 
 def parser():
     p = argparse.ArgumentParser(prog="judge", description=__doc__.split("\n\n")[0],
+                                usage="judge [model] [options] -- COMMAND ...  |  --tool NAME  |  "
+                                "--target URL --metrics URL",
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     m = p.add_argument_group("the model: what the tool was asked to do")
-    m.add_argument("--rate", type=positive(float), help="an open model at R requests/s")
+    m.add_argument("--rate", type=positive(float), metavar="R",
+                   help="an open model at R requests/s")
     m.add_argument("--poisson", action="store_true", help="with --rate: Poisson arrivals")
     m.add_argument("--ramp", type=ramp_arg, metavar="FROM:TO:SECONDS",
                    help="an open model from FROM/s to TO/s in SECONDS (then TO until --duration)")
     m.add_argument("--closed", action="store_true", help="a closed model (--connections)")
-    m.add_argument("--connections", type=positive(int), help="connections it was given")
-    m.add_argument("--duration", type=positive(float), help="seconds it was asked to run")
-    m.add_argument("--requests", type=positive(int), help="requests it was asked to send")
+    m.add_argument("--connections", type=positive(int), metavar="C",
+                   help="connections it was given")
+    m.add_argument("--duration", type=positive(float), metavar="S",
+                   help="seconds it was asked to run (with --target alone: the window's)")
+    m.add_argument("--requests", type=positive(int), metavar="N",
+                   help="requests it was asked to send")
     c = p.add_argument_group("what the tool claims")
-    c.add_argument("--claimed-requests", type=int, metavar="N")
-    c.add_argument("--claimed-p50", type=float, metavar="MS")
-    c.add_argument("--claimed-p99", type=float, metavar="MS")
-    c.add_argument("--claimed-rate", type=float, metavar="R")
+    c.add_argument("--claimed-requests", type=int, metavar="N", help="requests it reported")
+    c.add_argument("--claimed-p50", type=float, metavar="MS", help="its median latency, ms")
+    c.add_argument("--claimed-p99", type=float, metavar="MS", help="its 99th percentile, ms")
+    c.add_argument("--claimed-rate", type=float, metavar="R", help="its requests per second")
     c.add_argument("--log", metavar="FILE", help="the tool's per-request log, read after the run")
     c.add_argument("--log-format", choices=sorted(journal.LOG_FORMATS),
                    help="default: from its first line")
     c.add_argument("--log-id-tag", metavar="TAG", help="k6's CSV: the tag holding the request id")
     s = p.add_argument_group("the server")
-    s.add_argument("--notesd", default=os.path.join(REPO, "build", "notesd"))
-    s.add_argument("--db-url", help="DB_URL of the notesd started (default: none; the "
-                   "routes that need no database)")
+    s.add_argument("--notesd", default=os.path.join(REPO, "build", "notesd"), metavar="PATH",
+                   help="the notesd to start (default build/notesd)")
+    s.add_argument("--db-url", metavar="URL", help="DB_URL of the notesd started (default: "
+                   "none, for the routes that need no database)")
     s.add_argument("--route", default="/json", help="{url}'s path (default /json)")
     s.add_argument("--journal-records", type=positive(int), default=collect.JOURNAL_RECORDS,
-                   help="JOURNAL of the notesd started (records per loop)")
+                   metavar="N", help="JOURNAL of the notesd started (records per loop; read "
+                   "during the run once half full)")
     s.add_argument("--pin", action="store_true", help="notesd on CPU 1, the tool on CPU 0")
     s.add_argument("--target", metavar="URL", help="a running notesd's API port")
     s.add_argument("--metrics", metavar="URL", help="its metrics port (with JOURNAL on)")
-    s.add_argument("--journal-token", default=None,
+    s.add_argument("--journal-token", default=None, metavar="TOKEN",
                    help=f"for a /journal off loopback (default: ${journal_pages.TOKEN_ENV})")
-    p.add_argument("--tool", help="a load tool with an adapter in loadlib/tools")
+    p.add_argument("--tool", metavar="NAME", help="a load tool with an adapter in loadlib/tools "
+                   "(its figures are read as its claims)")
     o = p.add_argument_group("output")
-    o.add_argument("--json", metavar="FILE")
-    o.add_argument("--html", metavar="FILE")
+    o.add_argument("--json", metavar="FILE", help="every figure, and verdict, requests, checks")
+    o.add_argument("--html", metavar="FILE", help="one page: the verdicts and the pictures")
     return p
 
 

@@ -1,10 +1,12 @@
 """calibrate --tools --html: the scorecard as one page in the status page's look
 (loadlib/htmlpage.py), like judge's: every tool's verdicts in colour on top, then the
 pictures (latency error, check 8's schedule, CPU per request) and the scorecard's text
-(scorecard.markdown(), the same words as scorecard.md). Nothing here runs anything.
+(scorecard.markdown() and the WebSocket column's, the same words as scorecard.md).
+Nothing here runs anything.
 """
 from loadlib import htmlpage, pagecharts as pc
 from loadlib.commands.calibrate.scorecard import ORDER, TITLES, cell, installed, markdown, runs_of
+from loadlib.commands.calibrate.ws import ws_markdown
 from loadlib.judgement import SCHEDULE_CV_PASS
 
 SERIES = (("bar-a", "ka"), ("bar-b", "kb"), ("bar-c", "kc"))
@@ -97,7 +99,8 @@ def write_scorecard_page(data, path):
             counts[rec["verdict"]] = counts.get(rec["verdict"], 0) + 1
     tiles = [(str(len(installed(data))), "tools run", None)] + \
         [(str(counts[v]), f"{v} verdicts", v) for v in ("PASS", "WARN", "FAIL") if counts.get(v)]
-    text = markdown(data)
+    text = markdown(data) + ("\n" + ws_markdown(data["websocket"]) if data.get("websocket")
+                             else "")
     detail = text[text.index("## Summary"):]
     detail = detail[detail.index("\n## ", 1):] if "\n## " in detail[1:] else ""
     charts = "".join(f(data) for f in (latency_card, schedule_card, cpu_card))

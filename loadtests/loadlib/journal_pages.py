@@ -4,10 +4,10 @@ A page is one loop's records after `since` (docs/journal.md). This module asks f
 them in CSV (`format=csv`), as many a page as the server takes (CSV_PAGE, else
 NDJSON_PAGE), and falls back to NDJSON on a server that refuses the format; it reads
 either by the answer's Content-Type. A 503 (the metrics port's budget for pages in
-flight is spent) is asked again after a moment. It sends the journal's token (`Authorization: Bearer`, from
-NOTESD_JOURNAL_TOKEN unless given) and, after the first page, the server's
-`Journal-Epoch`, so that a server restarted between two pages answers 409 and the
-reader raises Restarted instead of joining two processes' records. Records the ring
+flight is spent) is asked again after a moment. It sends the journal's token
+(`Authorization: Bearer`, from NOTESD_JOURNAL_TOKEN unless given) and, after the first
+page, the server's `Journal-Epoch`, so that a server restarted between two pages
+answers 409 and the reader raises Restarted instead of joining two processes' records. Records the ring
 overwrote before they were read are counted from the NDJSON `lost` line or the
 `Journal-Lost-From`/`-To` headers, never in silence.
 

@@ -40,12 +40,13 @@ RANK = {PASS: 0, WARN: 1, FAIL: 2}
 #   once in 10,000 phase draws, eight 2.67 (a few of their phases fall together by chance);
 # - an inter-arrival CV, each gap counted at most at the gap bound (a pause is the longest
 #   gap's to judge, and alone would lift the CV to any height), at most 1 (Poisson's)
-#   plus max(CV_FLOOR, (POISSON_Z + 1) / sqrt(n)) (a sample CV of n exponential gaps has a standard error of 1/sqrt(n) with a
-#   long upper tail; the server's own scheduling moves arrivals by fractions of a
-#   millisecond, CV_FLOOR), or RANDOM_PHASES_CV unless Poisson arrivals are declared:
-#   the CV of c randomly phased paced connections is that of c random spacings, fixed by
-#   their phases, and reaches 2.07 once in 10,000 draws for 8 to 20 of them. Connections in
-#   lockstep reach sqrt(c - 1); each second's share at once, about sqrt(rate);
+#   plus max(CV_FLOOR, (POISSON_Z + 1) / sqrt(n)) (a sample CV of n exponential gaps has
+#   a standard error of 1/sqrt(n) with a long upper tail; the server's own scheduling
+#   moves arrivals by fractions of a millisecond, CV_FLOOR), or RANDOM_PHASES_CV unless
+#   Poisson arrivals are declared: the CV of c randomly phased paced connections is that
+#   of c random spacings, fixed by their phases, and reaches 2.07 once in 10,000 draws for
+#   8 to 20 of them. Connections in lockstep reach sqrt(c - 1); each second's share at
+#   once, about sqrt(rate);
 # - with --poisson, a Kolmogorov-Smirnov p-value of the gaps against the exponential at
 #   the declared rate of at least KS_P_PASS, Poisson arrivals' one chance in 10,000 too
 #   (a claim of Poisson arrivals that fails it is a FAIL). A pause of the tool or of the
@@ -86,8 +87,9 @@ CONN_SPARE = 2
 # Claims: a tool's count may miss the requests it had in flight when it stopped (the
 # connections that carried one in the last IN_FLIGHT_MS); a latency percentile can be
 # no lower than the server's own for the same requests, less the coarsest resolution
-# tools print (whole milliseconds: ab, autocannon); a rate no higher than the journal's
-# by more than CLAIM_RATE_SLACK (or one request in its count).
+# tools print (whole milliseconds: ab, autocannon) and the server's own lateness (a loop
+# paused after its last write records the end late); a rate no higher than the
+# journal's by more than CLAIM_RATE_SLACK (or one request in its count).
 IN_FLIGHT_MS = 10
 CLAIM_LATENCY_SLACK_MS = 1.0
 CLAIM_RATE_SLACK = 0.05
@@ -293,7 +295,7 @@ def closed_check(c, model, name="schedule"):
     declared = model.connections
     if declared and c["most_at_once"] > declared + CONN_SPARE:
         return judged(name, FAIL, figure, f"more connections at once than declared: "
-                     f"{c['most_at_once']} for {declared}", **c)
+                      f"{c['most_at_once']} for {declared}", **c)
     reasons = []
     if declared and c["most_at_once"] < declared:
         reasons.append(f"only {c['most_at_once']} of the {declared} connections declared at once")
@@ -310,11 +312,11 @@ def journal_check(records, lost, counted, name="journal"):
         (f"; http_requests_total grew by {counted:,}" if counted is not None else "")
     if lost:
         return judged(name, WARN, figure, f"the journal lost {lost} records: its ring went "
-                     "round before they were read", records=records, lost=lost, counted=counted)
+                      "round before they were read", records=records, lost=lost, counted=counted)
     if counted is not None and records != counted:
         return judged(name, WARN, figure, f"the journal holds {records} records, "
-                     f"http_requests_total grew by {counted}", records=records, lost=lost,
-                     counted=counted)
+                      f"http_requests_total grew by {counted}", records=records, lost=lost,
+                      counted=counted)
     return judged(name, PASS, figure, records=records, lost=lost, counted=counted)
 
 
@@ -327,11 +329,11 @@ def requests_check(n, by_status, asked=None, allowance=0):
         by_status.items())) if n else "")
     if not n:
         return judged("requests", FAIL, figure, "no request reached the server",
-                     by_status=by_status)
+                      by_status=by_status)
     if asked and abs(n - asked) > allowance:
         return judged("requests", FAIL, figure, f"{asked:,} were asked for: "
-                     f"{abs(n - asked):,} {'missing' if n < asked else 'too many'}",
-                     by_status=by_status, asked=asked)
+                      f"{abs(n - asked):,} {'missing' if n < asked else 'too many'}",
+                      by_status=by_status, asked=asked)
     return judged("requests", PASS, figure, by_status=by_status, asked=asked)
 
 
@@ -342,8 +344,8 @@ def errors_check(by_status):
     figure = f"{fives:,} answers of 5xx, {gone:,} requests left unanswered by their client"
     if fives or gone:
         return judged("errors", WARN, figure, "the server answered errors, or clients left "
-                     "before their answer: the run measured failures", server_errors=fives,
-                     client_gone=gone)
+                      "before their answer: the run measured failures", server_errors=fives,
+                      client_gone=gone)
     return judged("errors", PASS, figure, server_errors=fives, client_gone=gone)
 
 
@@ -374,7 +376,7 @@ def command_check(rc, failure=None):
         return judged("command", FAIL, "the tool did not run", failure, rc=rc)
     if rc:
         return judged("command", WARN, f"exited with status {rc}", "the tool reported a "
-                     "failure of its own (a threshold, an error)", rc=rc)
+                      "failure of its own (a threshold, an error)", rc=rc)
     return judged("command", PASS, "exited with status 0", rc=rc)
 
 
@@ -416,13 +418,20 @@ def claimed_count_check(claimed, seen, in_flight):
     return judged("claimed_requests", FAIL, figure, reason, **figures)
 
 
-def claimed_latency_check(q, claimed_ms, server_ms):
+def latency_slack_ms(server_lag_ms=None):
+    """How far a client's latency may fall below the server's own time for the same
+    request: the coarsest resolution tools print, and the server's own lateness (a loop
+    paused after its last write records the request's end late)."""
+    return CLAIM_LATENCY_SLACK_MS + (server_lag_ms or 0.0)
+
+
+def claimed_latency_check(q, claimed_ms, server_ms, server_lag_ms=None):
     name = f"claimed_{q}"
     figure = f"the tool claims {q} {claimed_ms:.4g} ms, the server's own {q} is {server_ms:.3f} ms"
     figures = {"claimed_ms": claimed_ms, "server_ms": server_ms}
-    if claimed_ms + CLAIM_LATENCY_SLACK_MS < server_ms:
+    if claimed_ms + latency_slack_ms(server_lag_ms) < server_ms:
         return judged(name, FAIL, figure, f"impossible: a client's {q} cannot be below the time "
-                     "the server held the same requests", **figures)
+                      "the server held the same requests", **figures)
     return judged(name, PASS, figure, **figures)
 
 
@@ -432,7 +441,7 @@ def claimed_rate_check(claimed, shown, n):
     figures = {"claimed": claimed, "journal": shown}
     if claimed > shown * (1 + slack):
         return judged("claimed_rate", FAIL, figure, f"{(claimed / shown - 1) * 100:.0f}% above "
-                     "the rate the server saw", **figures)
+                      "the rate the server saw", **figures)
     return judged("claimed_rate", PASS, figure, **figures)
 
 
@@ -446,12 +455,12 @@ def join_check(j, in_flight, resolution):
     figures = {k: v for k, v in j.items() if k != "pairs"}
     if j["tool_only"] > in_flight or j["server_only"] > in_flight:
         return judged("join", FAIL, figure, "the log and the server disagree on which requests "
-                     f"were made, by more than the {in_flight} in flight at the end", **figures)
+                      f"were made, by more than the {in_flight} in flight at the end", **figures)
     if j.get("impossible"):
         return judged("join", FAIL, figure, f"{j['impossible']} requests whose logged latency is "
-                     f"below the server's own time by more than {resolution:g} ms", **figures)
+                      f"below the server's own time by more than {resolution:.3g} ms", **figures)
     if j["by"] == "order" and j["matched"] and j["ambiguous"] > JOIN_AMBIGUOUS_WARN * j["matched"]:
         return judged("join", WARN, figure, f"{j['ambiguous']:,} neighbouring arrivals closer "
-                     "than the log's resolution: pairs may be swapped; send an X-Request-Id",
-                     **figures)
+                      "than the log's resolution: pairs may be swapped; send an X-Request-Id",
+                      **figures)
     return judged("join", PASS, figure, **figures)

@@ -191,7 +191,7 @@ def claims_of(args, tool_result):
 
 def restarted_result(model, why):
     c = judged("journal", FAIL, "the server restarted during the run", f"{why}: the run "
-              "cannot be judged")
+               "cannot be judged")
     return {"verdict": FAIL, "requests": None, "checks": [c], "figures": {},
             "model": model.to_dict()}
 

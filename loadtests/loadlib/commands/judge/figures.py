@@ -60,10 +60,10 @@ def schedule_of(cols, model, conns, server_lag_ms=None):
     if model.kind == "closed":
         return judgement.closed_check(closed_figures(cols, conns), model)
     s = journal.schedule(started, 1.0) if len(started) > 2 else {}
+    shown = {k: s.get(k) for k in ("achieved_rate", "gap_cv", "longest_gap_ms")}
     return judgement.judged("schedule", judgement.WARN, f"{len(started):,} arrivals",
-                           "no model declared (--rate, --ramp or --closed): nothing to hold "
-                           "the arrivals to", **{k: s.get(k) for k in ("achieved_rate", "gap_cv",
-                                                                       "longest_gap_ms")})
+                            "no model declared (--rate, --ramp or --closed): nothing to hold "
+                            "the arrivals to", **shown)
 
 
 def by_status(cols):
@@ -87,17 +87,16 @@ def protocols(cols):
     return out
 
 
-def join_log(cols, log):
+def join_log(cols, log, slack_ms):
     """The tool's per-request log joined with the run (journal.join_columns), with the
-    requests whose logged latency is below the server's own time by more than the
-    claims' slack ("impossible")."""
+    requests whose logged latency is below the server's own time by more than slack_ms
+    ("impossible")."""
     server = {"started_us": cols["started_us"], "ended_us": cols["ended_us"],
               "request_id": cols.get("request_id")}
     j = journal.join_columns(log, server)
     ti, si = j["pairs"]
     held = (cols["ended_us"][si] - cols["started_us"][si]) / 1000
-    j["impossible"] = int(np.count_nonzero(log["latency_ms"][ti] + judgement.CLAIM_LATENCY_SLACK_MS
-                                           < held))
+    j["impossible"] = int(np.count_nonzero(log["latency_ms"][ti] + slack_ms < held))
     return j
 
 
@@ -122,25 +121,29 @@ def judge(cols, model, counted=None, lost=0, claims=None, log=None, command=None
     if n:
         held = latency_quantiles((cols["ended_us"] - cols["started_us"]) / 1000)
         figures["server_latency_ms"] = held
-        checks += [judgement.errors_check(statuses), judgement.connections_check(
-            conns, model.connections, closed=model.kind == "closed"), judgement.protocol_check(protocols(cols)),
-            schedule_of(cols, model, conns, server_lag_ms), judgement.latency_check(held)]
-        checks += claim_checks(claims, cols, held, flight, n)
+        checks += [judgement.errors_check(statuses),
+                   judgement.connections_check(conns, model.connections,
+                                               closed=model.kind == "closed"),
+                   judgement.protocol_check(protocols(cols)),
+                   schedule_of(cols, model, conns, server_lag_ms),
+                   judgement.latency_check(held)]
+        checks += claim_checks(claims, cols, held, flight, n, server_lag_ms)
         if log is not None:
-            checks.append(judgement.join_check(join_log(cols, log), flight,
-                                               judgement.CLAIM_LATENCY_SLACK_MS))
+            slack = judgement.latency_slack_ms(server_lag_ms)
+            checks.append(judgement.join_check(join_log(cols, log, slack), flight, slack))
             figures["client_latency_ms"] = latency_quantiles(log["latency_ms"])
     return {"verdict": judgement.worst(checks), "requests": n, "checks": checks,
             "figures": figures}
 
 
-def claim_checks(claims, cols, held, flight, n):
+def claim_checks(claims, cols, held, flight, n, server_lag_ms=None):
     out = []
     if claims.get("requests") is not None:
         out.append(judgement.claimed_count_check(int(claims["requests"]), n, flight))
     for q in ("p50", "p99"):
         if claims.get(q) is not None:
-            out.append(judgement.claimed_latency_check(q, float(claims[q]), held[q]))
+            out.append(judgement.claimed_latency_check(q, float(claims[q]), held[q],
+                                                       server_lag_ms))
     if claims.get("rate") is not None and n > 1:
         span = (cols["started_us"][-1] - cols["started_us"][0]) / 1e6
         shown = (n - 1) / span if span > 0 else float(n)

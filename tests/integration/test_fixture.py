@@ -451,6 +451,22 @@ class Http2Test(unittest.TestCase):
                                   "h2 over TLS": "2", "http/1.1 over TLS": "1.1"})
                 self.assertEqual(len({(v[1], v[2]) for v in seen.values()}), 1, seen)
 
+    def test_tls_1_2_offers_forward_secrecy_only(self):
+        """TLS 1.0 and 1.1 are refused, and so are TLS 1.2's static-RSA and CBC suites
+        (AES128-SHA once completed a handshake); an ECDHE suite with AES-GCM is taken."""
+        def handshake(*args):
+            res = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{self.tls_port}",
+                                  *args], input=b"", capture_output=True, timeout=60)
+            m = re.search(rb"Cipher is (\S+)", res.stdout)
+            return m.group(1).decode() if m and m.group(1) != b"(NONE)" else None
+        for cipher in ("AES128-SHA", "AES256-SHA", "AES128-GCM-SHA256", "ECDHE-RSA-AES128-SHA"):
+            with self.subTest(cipher=cipher):
+                self.assertIsNone(handshake("-tls1_2", "-cipher", cipher))
+        self.assertEqual(handshake("-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"),
+                         "ECDHE-RSA-AES128-GCM-SHA256")
+        self.assertIsNone(handshake("-tls1_1"))
+        self.assertIsNotNone(handshake("-tls1_3"))
+
     def test_writes_over_every_protocol(self):
         """PUT answers the same row whatever the protocol; POST's rows differ only
         in id and created_at."""

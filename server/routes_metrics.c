@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <limits.h>
 #include <malloc.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,22 @@ static int wants_openmetrics(h2o_req_t *req)
                                         req->headers.entries[i].value.len);
 }
 
+/* Who is scraping, for the lag window (lag.h): the client's address and User-Agent. */
+static uint64_t reader_key(h2o_req_t *req)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&ss);
+    const void *addr = &ss;
+    size_t addr_len = 0;
+    if (len != 0 && ss.ss_family == AF_INET)
+        addr = &((struct sockaddr_in *)&ss)->sin_addr, addr_len = 4;
+    else if (len != 0 && ss.ss_family == AF_INET6)
+        addr = &((struct sockaddr_in6 *)&ss)->sin6_addr, addr_len = 16;
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_USER_AGENT, -1);
+    h2o_iovec_t agent = i >= 0 ? req->headers.entries[i].value : h2o_iovec_init("", 0);
+    return lag_reader_key(addr, addr_len, agent.base, agent.len);
+}
+
 /* GET /metrics: the Prometheus text format, or OpenMetrics (with the HTTP
  * durations' exemplars) for a scraper that asks for it. Each module's figures
  * are read from every loop, then written by the module; the page lives in the
@@ -143,6 +160,7 @@ int metrics_get(notesd_req_t *r)
     ws_report_t ws;
     pool_report_t pools;
     lag_report_t *lag = h2o_mem_alloc_pool(&req->pool, sizeof(*lag));
+    uint64_t reader = reader_key(req);
     journal_report_t journal = {0};
     ws_report_init(&ws);
     pool_report_init(&pools);
@@ -153,7 +171,7 @@ int metrics_get(notesd_req_t *r)
         listen_report_add(&connections, loop->listen);
         ws_report_add(&ws, loop->ws);
         pool_report_add(&pools, loop->pool);
-        lag_report_add(lag, loop->lag);
+        lag_report_add(lag, loop->lag, reader);
         if (loop->journal != NULL)
             journal_report_add(&journal, loop->journal);
     }

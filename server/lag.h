@@ -44,7 +44,7 @@ typedef struct lag_probe {
     timers_t *timers;   /* the loop's; NULL until lag_start */
     uint64_t last_ns, interval_ns;
     histogram_t histogram;
-    pthread_mutex_t lock; /* guards window, taken and readers */
+    pthread_mutex_t lock;          /* guards window, taken and readers */
     double window[LAG_WINDOW_MAX]; /* sample i is window[i % LAG_WINDOW_MAX] */
     uint64_t taken;                /* samples taken so far */
     lag_reader_t readers[LAG_READERS];

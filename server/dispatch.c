@@ -95,7 +95,7 @@ static int framing_is_ambiguous(h2o_req_t *req, const char **err)
 {
     if (req->entity.base == NULL || req->version >= 0x200)
         return 0;
-    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    h2o_socket_t *sock = request_socket(req);
     if (sock == NULL || sock->input == NULL)
         return 0;
     return head_framing(sock->input->bytes, sock->input->size, err) != 0;

@@ -49,9 +49,7 @@ enum client_state {
  * client sent before its FIN are already in h2o's buffer. */
 static enum client_state client_state(notesd_req_t *r)
 {
-    h2o_conn_t *conn = r->req->conn;
-    h2o_socket_t *sock =
-        conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+    h2o_socket_t *sock = request_socket(r->req);
     uint8_t state;
     socklen_t len = sizeof(state);
 
@@ -69,9 +67,7 @@ static enum client_state client_state(notesd_req_t *r)
  * not leave. Asked only of a request ending without an answer. */
 static int reset_by_notesd(notesd_req_t *r)
 {
-    h2o_conn_t *conn = r->req->conn;
-    h2o_socket_t *sock =
-        conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+    h2o_socket_t *sock = request_socket(r->req);
     struct linger linger;
     socklen_t len = sizeof(linger);
 
@@ -107,8 +103,7 @@ static void journal_request(notesd_req_t *r, uint64_t now_ns, uint8_t method,
     rec.arrived_us = timeval_us(&req->timestamps.request_begin_at);
     rec.ended_us = (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000;
     rec.started_us = rec.ended_us - (int64_t)((now_ns - r->start_ns) / 1000);
-    h2o_socket_t *sock =
-        conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+    h2o_socket_t *sock = request_socket(req);
     rec.proto = (uint8_t)((req->version >= 0x200 ? JOURNAL_H2 : JOURNAL_H1) |
                           (sock != NULL && sock->ssl != NULL ? JOURNAL_TLS : 0));
     rec.stream_id = 0;
@@ -280,8 +275,9 @@ int request_client_gone(notesd_req_t *r)
     /* Requests pipelined behind this one are dropped unread, not run for nobody. */
     r->req->http1_is_persistent = 0;
     r->unanswered = !r->started;
-    h2o_conn_t *conn = r->req->conn;
-    shutdown(h2o_socket_get_fd(conn->callbacks->get_socket(conn)), SHUT_RDWR);
+    h2o_socket_t *sock = request_socket(r->req);
+    if (sock != NULL)
+        shutdown(h2o_socket_get_fd(sock), SHUT_RDWR);
     return 1;
 }
 

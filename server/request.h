@@ -131,6 +131,15 @@ struct notesd_req {
     } u;
 };
 
+/* The socket of the request's connection (HTTP/2: the connection's, which its
+ * streams share), or NULL when h2o has none to give. Every look at a
+ * request's socket goes through here. */
+static inline h2o_socket_t *request_socket(h2o_req_t *req)
+{
+    h2o_conn_t *conn = req->conn;
+    return conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+}
+
 /* What request_trace knows of a request's traceparent. Only "none" is kept:
  * a request without one (nearly all of them) is searched once; one with a
  * valid one is parsed again when asked, which costs nothing per request in

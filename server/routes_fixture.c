@@ -188,7 +188,7 @@ static void fault_answer(notesd_req_t *r)
          * queued). Nothing of an answer leaves. SO_LINGER 0 also marks the
          * socket as reset by notesd: the other streams of an HTTP/2
          * connection are not counted as clients gone (request.c). */
-        int fd = h2o_socket_get_fd(req->conn->callbacks->get_socket(req->conn));
+        int fd = h2o_socket_get_fd(request_socket(req));
         struct linger linger = {1, 0};
         struct sockaddr unspec = {.sa_family = AF_UNSPEC};
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, sizeof(linger));

@@ -64,10 +64,9 @@ static void on_client_readable(h2o_socket_t *sock, const char *err);
 static void watch_start(struct stream *s)
 {
     h2o_req_t *req = s->r->req;
-    h2o_conn_t *conn = req->conn;
-    if (req->version >= 0x200 || s->watched != NULL || conn->callbacks->get_socket == NULL)
+    if (req->version >= 0x200 || s->watched != NULL)
         return;
-    h2o_socket_t *sock = conn->callbacks->get_socket(conn);
+    h2o_socket_t *sock = request_socket(req);
     int fd = sock != NULL ? h2o_socket_get_fd(sock) : -1;
     if (fd < 0 || h2o_socket_is_reading(sock))
         return;

@@ -127,3 +127,14 @@ void http_start_loop(notesd_loop_t *loop, h2o_loop_t *evloop)
     listen_start(&loop->listen, &loop->ctx, &loop->metrics_ctx, &loop->timers, server.api_hosts,
                  server.metrics_hosts, server.ssl_ctx, server.conf.http1.req_timeout);
 }
+
+void http_stop_loop(notesd_loop_t *loop)
+{
+    /* Only the handlers' part of each context (the routes' state): h2o's own
+     * timeouts may still hold entries, which h2o_context_dispose asserts are
+     * gone, and the process is about to exit. */
+    h2o_context_dispose_pathconf_context(&loop->ctx, &server.api_hosts[0]->paths.entries[0]);
+    if (loop->metrics_ctx.loop != NULL)
+        h2o_context_dispose_pathconf_context(&loop->metrics_ctx,
+                                             &server.metrics_hosts[0]->paths.entries[0]);
+}

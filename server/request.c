@@ -188,11 +188,13 @@ int request_trace(notesd_req_t *r, traceparent_t *out)
     return 0;
 }
 
-notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, const request_loop_t *loop, int measured,
+notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, size_t state_size,
+                            const request_loop_t *loop, int measured,
                             const request_settings_t *settings)
 {
-    notesd_req_t *r = h2o_mem_alloc_shared(&req->pool, sizeof(*r), on_request_disposed);
-    memset(r, 0, sizeof(*r));
+    notesd_req_t *r =
+        h2o_mem_alloc_shared(&req->pool, sizeof(*r) + state_size, on_request_disposed);
+    memset(r, 0, sizeof(*r) + state_size);
     r->req = req;
     r->settings = settings;
     r->loop = loop;
@@ -204,23 +206,26 @@ notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, const request_loop_t 
     return r;
 }
 
+const route_state_t request_db_state = {.request_size = sizeof(struct request_db)};
+
 /* request_db's clean-up. A query the pool never took has no pool yet. */
 static void on_db_dispose(notesd_req_t *r)
 {
-    pool_query_t *q = &r->u.db.query;
-    r->wait_ns = q->wait_ns;
-    if (q->pool != NULL)
-        pool_query_cancel(q->pool, q);
-    cJSON_Delete(r->u.db.input.json);
+    struct request_db *db = (struct request_db *)r->state;
+    r->wait_ns = db->query.wait_ns;
+    if (db->query.pool != NULL)
+        pool_query_cancel(db->query.pool, &db->query);
+    cJSON_Delete(db->input.json);
 }
 
 struct request_db *request_db(notesd_req_t *r, int statement, pool_query_cb cb)
 {
+    struct request_db *db = (struct request_db *)r->state;
     r->on_dispose = on_db_dispose;
-    r->u.db.query.statement = statement;
-    r->u.db.query.cb = cb;
-    r->u.db.query.data = r;
-    return &r->u.db;
+    db->query.statement = statement;
+    db->query.cb = cb;
+    db->query.data = r;
+    return db;
 }
 
 h2o_iovec_t request_query(const notesd_req_t *r)

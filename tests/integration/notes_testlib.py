@@ -217,6 +217,9 @@ class Notesd:
         def answers():
             if self.front.poll() is not None:
                 raise AssertionError(f"the proxy exited with {self.front.returncode}")
+            if self.proc.poll() is not None:
+                raise AssertionError(f"notesd exited with {self.proc.returncode} behind the proxy: "
+                                     f"{self.read_output()}")
             try:
                 return request(port, "GET", "/status")[0] == 200
             except OSError:

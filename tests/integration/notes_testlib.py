@@ -78,7 +78,8 @@ def database_name(name):
     to one."""
     full = f"{SUITE}__{name}"
     if len(full.encode()) > 63:
-        full = f"{full.encode()[:50].decode(errors='ignore')}_{hashlib.sha1(full.encode()).hexdigest()[:12]}"
+        digest = hashlib.sha1(full.encode()).hexdigest()[:12]
+        full = f"{full.encode()[:50].decode(errors='ignore')}_{digest}"
     return full
 
 
@@ -190,11 +191,13 @@ class Notesd:
         self.proc = subprocess.Popen([*wrapper, BIN, *args], env=full_env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
         _started.append(self.proc)
-        self._early = b""  # everything notesd printed so far
+        self._early = b""  # what notesd printed up to its start-up line
+        self._output = []  # that, then each chunk as the drainer reads it
         self.port, self.tls_port, self.metrics_port = self._read_ports(ready_timeout)
         # Read the rest as it comes: a notesd whose output nobody reads blocks in its log
         # writes once the pipe's 64 KiB are full, and a busy machine, which makes a test
         # run longer, then makes a chatty server (LOG_LEVEL=debug) stop answering.
+        self._output.append(self._early)
         self._drainer = threading.Thread(target=self._drain, daemon=True)
         self._drainer.start()
         if port is not None:
@@ -263,17 +266,17 @@ class Notesd:
             chunk = os.read(fd, 65536)
             if not chunk:
                 return
-            self._early += chunk  # one writer; readers take a snapshot of the bytes
+            self._output.append(chunk)  # one writer; readers join a copy of the list
 
     def output_so_far(self):
         """What notesd has printed until now, while it runs."""
-        return self._early.decode(errors="replace")
+        return b"".join(list(self._output) or [self._early]).decode(errors="replace")
 
     def read_output(self):
         """Everything notesd printed, once it has exited."""
         if getattr(self, "_drainer", None) is not None:
             self._drainer.join(30)
-        return self._early.decode(errors="replace")
+        return self.output_so_far()
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
         if self.front is not None and self.front.poll() is None:

@@ -22,11 +22,18 @@ static int64_t draw_us(long ms, long jitter_ms, double u)
     return us < 0 ? 0 : us;
 }
 
+/* The request's state (r->state): the delay it asked for. */
+typedef struct delay_req {
+    long ms;
+} delay_req_t;
+
+const route_state_t delay_state = {.request_size = sizeof(delay_req_t)};
+
 static void on_delay_due(notesd_req_t *r)
 {
     request_client_gone(r); /* answered all the same: h2o needs the request to end */
     char *body = h2o_mem_alloc_pool(&r->req->pool, 48);
-    int len = snprintf(body, 48, "{\"delay_ms\":%ld}", r->u.delay.ms);
+    int len = snprintf(body, 48, "{\"delay_ms\":%ld}", ((delay_req_t *)r->state)->ms);
     respond(r, 200, CT_JSON, body, (size_t)len);
 }
 
@@ -38,7 +45,7 @@ int delay_get(notesd_req_t *r)
     if (knob_path(r, "delay", 0, REQUEST_WAIT_MAX_MS, &ms) < 0 ||
         knob_query(r, "jitter", 0, REQUEST_WAIT_MAX_MS, &jitter) < 0)
         return 0;
-    r->u.delay.ms = (long)ms;
+    ((delay_req_t *)r->state)->ms = (long)ms;
     uint64_t due = stats_now_ns() + (uint64_t)draw_us((long)ms, (long)jitter, rng_uniform()) * 1000;
     if (request_timer_arm(r, due, on_delay_due) != 0) {
         respond_unavailable(r, "too many pending /delay requests");

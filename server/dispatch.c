@@ -4,6 +4,7 @@
  * dispatch.h).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "dispatch.h"
 #include "head.h"
@@ -23,6 +24,12 @@ typedef struct dispatch {
     size_t base_len[ROUTE__COUNT]; /* per row: the length of its base (see base_len) */
     size_t nrows;
     char allow[ROUTE__COUNT][96]; /* per row: its methods, for 405's Allow header */
+    /* The modules of the port's rows that keep state per loop, each once; on
+     * each loop, their states are the h2o context's handler context (an
+     * array, in this order), made and freed with the context. */
+    const route_state_t *loop_modules[ROUTE__COUNT];
+    size_t nloop_modules;
+    int loop_module_of[ROUTE__COUNT]; /* per row: its index in loop_modules; -1: none */
 } dispatch_t;
 
 /* The base of a row's template: up to "/:" ("/notes/:id" -> "/notes"). */
@@ -95,7 +102,7 @@ static int framing_is_ambiguous(h2o_req_t *req, const char **err)
 {
     if (req->entity.base == NULL || req->version >= 0x200)
         return 0;
-    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    h2o_socket_t *sock = request_socket(req);
     if (sock == NULL || sock->input == NULL)
         return 0;
     return head_framing(sock->input->bytes, sock->input->size, err) != 0;
@@ -137,8 +144,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     const char *err;
     size_t i = find_row(d, req, &param);
     const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
-    notesd_req_t *r = request_begin(req, (uint8_t)row->id, &loop_of(req->conn->ctx)->view,
-                                    d->port == PORT_API, d->settings);
+    notesd_req_t *r =
+        request_begin(req, (uint8_t)row->id, row->state != NULL ? row->state->request_size : 0,
+                      &loop_of(req->conn->ctx)->view, d->port == PORT_API, d->settings);
+    if (i < d->nrows && d->loop_module_of[i] >= 0) {
+        void **states = h2o_context_get_handler_context(req->conn->ctx, &d->super);
+        r->loop_state = states[d->loop_module_of[i]];
+    }
     if (d->port == PORT_METRICS)
         listen_metrics_request(r->loop->listen, req); /* busy until disposed of */
     /* Express decodes a route's :param ("/notes/%31" is note 1); no copy when
@@ -201,7 +213,7 @@ static void on_refusal_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t *
         h2o_iovec_t param;
         size_t i = find_row(d, req, &param);
         const route_t *row = i < d->nrows ? d->rows[i] : &routes[ROUTE_OTHER];
-        notesd_req_t *r = request_begin(req, (uint8_t)row->id, &loop_of(req->conn->ctx)->view,
+        notesd_req_t *r = request_begin(req, (uint8_t)row->id, 0, &loop_of(req->conn->ctx)->view,
                                         d->port == PORT_API, d->settings);
         char *body = h2o_mem_alloc_pool(&req->pool, 80);
         int len = snprintf(body, 80, "{\"error\":\"request body larger than %zu bytes\"}",
@@ -235,6 +247,53 @@ static void format_allow(const route_t *row, char *out, size_t len)
     }
 }
 
+/* ---- the route modules' state on each loop -------------------------------------------------- */
+
+/* A loop's h2o context starts (h2o calls this for each context of the
+ * configuration): each module's state on it, zeroed, then its loop_init. */
+static void on_context_init(h2o_handler_t *self, h2o_context_t *ctx)
+{
+    dispatch_t *d = (dispatch_t *)self;
+    void **states = calloc(d->nloop_modules + 1, sizeof(*states));
+    if (states == NULL)
+        abort(); /* out of memory at start-up: see main.c */
+    for (size_t m = 0; m < d->nloop_modules; m++) {
+        const route_state_t *module = d->loop_modules[m];
+        if ((states[m] = calloc(1, module->loop_size)) == NULL)
+            abort();
+        if (module->loop_init != NULL)
+            module->loop_init(states[m], &loop_of(ctx)->view);
+    }
+    h2o_context_set_handler_context(ctx, self, states);
+}
+
+/* The context ends with its loop (after its last request): the states go. */
+static void on_context_dispose(h2o_handler_t *self, h2o_context_t *ctx)
+{
+    dispatch_t *d = (dispatch_t *)self;
+    void **states = h2o_context_get_handler_context(ctx, self);
+    for (size_t m = 0; m < d->nloop_modules; m++) {
+        if (d->loop_modules[m]->loop_dispose != NULL)
+            d->loop_modules[m]->loop_dispose(states[m]);
+        free(states[m]);
+    }
+    free(states);
+}
+
+/* The row's index in d->loop_modules, adding its module the first time; -1
+ * when its module keeps nothing per loop. */
+static int loop_module_index(dispatch_t *d, const route_t *row)
+{
+    if (row->state == NULL || row->state->loop_size == 0)
+        return -1;
+    size_t m = 0;
+    while (m < d->nloop_modules && d->loop_modules[m] != row->state)
+        m++;
+    if (m == d->nloop_modules)
+        d->loop_modules[d->nloop_modules++] = row->state;
+    return (int)m;
+}
+
 /* Set-up hooks run after the dispatcher was created, so what they add to the
  * path (h2o's file handler) comes after it. */
 void dispatch_register(h2o_hostconf_t *host, enum route_port port,
@@ -243,6 +302,8 @@ void dispatch_register(h2o_hostconf_t *host, enum route_port port,
     h2o_pathconf_t *pathconf = h2o_config_register_path(host, "/", 0);
     dispatch_t *d = (dispatch_t *)h2o_create_handler(pathconf, sizeof(*d));
     d->super.on_req = on_req;
+    d->super.on_context_init = on_context_init;
+    d->super.on_context_dispose = on_context_dispose;
     d->port = port;
     d->settings = settings;
     for (size_t i = 0; i < ROUTE__COUNT; i++) {
@@ -251,6 +312,7 @@ void dispatch_register(h2o_hostconf_t *host, enum route_port port,
             continue;
         format_allow(row, d->allow[d->nrows], sizeof(d->allow[0]));
         d->base_len[d->nrows] = base_len(row);
+        d->loop_module_of[d->nrows] = loop_module_index(d, row);
         d->rows[d->nrows++] = row;
     }
     for (size_t i = 0; i < d->nrows; i++)

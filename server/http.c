@@ -76,6 +76,14 @@ int http_tls_configure(const notesd_config_t *cfg, char *err, size_t len)
         return -1;
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    /* TLS 1.2's suites as Mozilla's "intermediate" profile has them, the usual
+     * server default: forward secrecy and AEAD only, so no static-RSA key
+     * exchange and no CBC. TLS 1.3's are OpenSSL's own, all of that kind. */
+    SSL_CTX_set_cipher_list(ctx, "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+                                 "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+                                 "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"
+                                 "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:"
+                                 "DHE-RSA-CHACHA20-POLY1305");
     SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
     /* h2o_alpn_protocols is "h2" (and its drafts), then "http/1.1": h2o picks
      * HTTP/2 when the client offers it and HTTP/1.1 otherwise. */
@@ -118,4 +126,15 @@ void http_start_loop(notesd_loop_t *loop, h2o_loop_t *evloop)
         h2o_context_init(&loop->metrics_ctx, evloop, &server.metrics_conf);
     listen_start(&loop->listen, &loop->ctx, &loop->metrics_ctx, &loop->timers, server.api_hosts,
                  server.metrics_hosts, server.ssl_ctx, server.conf.http1.req_timeout);
+}
+
+void http_stop_loop(notesd_loop_t *loop)
+{
+    /* Only the handlers' part of each context (the routes' state): h2o's own
+     * timeouts may still hold entries, which h2o_context_dispose asserts are
+     * gone, and the process is about to exit. */
+    h2o_context_dispose_pathconf_context(&loop->ctx, &server.api_hosts[0]->paths.entries[0]);
+    if (loop->metrics_ctx.loop != NULL)
+        h2o_context_dispose_pathconf_context(&loop->metrics_ctx,
+                                             &server.metrics_hosts[0]->paths.entries[0]);
 }

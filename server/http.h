@@ -36,4 +36,8 @@ int http_open_listeners(const notesd_config_t *cfg);
  * loop.c calls through server.start_http. */
 void http_start_loop(notesd_loop_t *loop, h2o_loop_t *evloop);
 
+/* On the loop's own thread, once it has stopped: frees what the routes keep
+ * on it (dispatch.c's per-loop state). */
+void http_stop_loop(notesd_loop_t *loop);
+
 #endif

@@ -21,10 +21,7 @@ static void on_tick(timer_entry_t *entry)
     probe->last_ns = now;
     histogram_observe(&probe->histogram, late);
     pthread_mutex_lock(&probe->lock);
-    probe->window[probe->window_next] = late;
-    probe->window_next = (probe->window_next + 1) % LAG_WINDOW_MAX;
-    if (probe->window_len < LAG_WINDOW_MAX)
-        probe->window_len++;
+    probe->window[probe->taken++ % LAG_WINDOW_MAX] = late;
     pthread_mutex_unlock(&probe->lock);
     /* Linked again from here, like setInterval: the next period starts now. */
     timers_link(probe->timers, &probe->tick, now + probe->interval_ns);
@@ -51,13 +48,47 @@ void lag_stop(lag_probe_t *probe)
     timers_unlink(probe->timers, &probe->tick);
 }
 
-void lag_drain(lag_probe_t *probe, double *samples, size_t *n, size_t cap)
+/* The reader's slot: its own, a free one, or the one read least recently. */
+static lag_reader_t *reader_of(lag_probe_t *probe, uint64_t key)
 {
+    lag_reader_t *oldest = &probe->readers[0];
+    for (size_t i = 0; i < LAG_READERS; i++) {
+        lag_reader_t *r = &probe->readers[i];
+        if (r->key == key)
+            return r;
+        if (r->key == 0 || (oldest->key != 0 && r->read_ns < oldest->read_ns))
+            oldest = r;
+    }
+    /* new (or forgotten): everything the ring holds is unread for it */
+    *oldest = (lag_reader_t){.key = key, .seen = 0};
+    return oldest;
+}
+
+void lag_read(lag_probe_t *probe, uint64_t key, double *samples, size_t *n, size_t cap)
+{
+    uint64_t now = stats_now_ns();
     pthread_mutex_lock(&probe->lock);
-    for (size_t k = 0; k < probe->window_len && *n < cap; k++)
-        samples[(*n)++] = probe->window[k]; /* order does not matter: we sort */
-    probe->window_len = probe->window_next = 0;
+    lag_reader_t *reader = reader_of(probe, key);
+    uint64_t from = reader->seen;
+    if (probe->taken - from > LAG_WINDOW_MAX)
+        from = probe->taken - LAG_WINDOW_MAX; /* the older ones are overwritten */
+    for (uint64_t i = from; i < probe->taken && *n < cap; i++)
+        samples[(*n)++] = probe->window[i % LAG_WINDOW_MAX];
+    reader->seen = probe->taken;
+    reader->read_ns = now;
     pthread_mutex_unlock(&probe->lock);
+}
+
+uint64_t lag_reader_key(const void *addr, size_t addr_len, const char *agent, size_t agent_len)
+{
+    /* FNV-1a: the key only tells readers apart, it protects nothing */
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < addr_len; i++)
+        h = (h ^ ((const unsigned char *)addr)[i]) * 1099511628211ULL;
+    h = (h ^ 0xff) * 1099511628211ULL;
+    for (size_t i = 0; i < agent_len; i++)
+        h = (h ^ (unsigned char)agent[i]) * 1099511628211ULL;
+    return h != 0 ? h : 1;
 }
 
 static int compare_double(const void *a, const void *b)
@@ -101,9 +132,9 @@ void lag_report_init(lag_report_t *r)
     r->n = 0;
 }
 
-void lag_report_add(lag_report_t *r, lag_probe_t *probe)
+void lag_report_add(lag_report_t *r, lag_probe_t *probe, uint64_t key)
 {
-    lag_drain(probe, r->samples, &r->n, LAG_WINDOW_MAX);
+    lag_read(probe, key, r->samples, &r->n, LAG_WINDOW_MAX);
     histogram_accumulate(&r->all, &probe->histogram);
 }
 
@@ -121,7 +152,8 @@ void lag_report_write(lag_report_t *r, exposition_t *o)
         char name[64], help[128];
         snprintf(name, sizeof(name), "notes_eventloop_lag_%s_seconds", names[i]);
         snprintf(help, sizeof(help),
-                 "The %s of the lag probe's samples since the previous scrape, in seconds.",
+                 "The %s of the lag probe's samples since this reader's previous scrape, in "
+                 "seconds.",
                  names[i]);
         exposition_family(o, name, "gauge", help);
         exposition_printf(o, "%s %.9g\n", name, values[i]);

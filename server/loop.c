@@ -189,6 +189,7 @@ static void finish_loop(notesd_loop_t *loop)
     timers_unlink(&loop->timers, &loop->drain_check);
     listen_dispose(&loop->listen);
     pool_dispose(&loop->pool);
+    server.stop_http(loop); /* the route modules' state on the loop goes (dispatch.c) */
     timers_stop(&loop->timers);
 }
 

@@ -77,6 +77,9 @@ typedef struct notesd_server {
     /* On each loop's own thread, once its event loop and timers exist: its
      * h2o context and listeners (http_start_loop). */
     void (*start_http)(notesd_loop_t *loop, h2o_loop_t *evloop);
+    /* On the loop's own thread, when it is done: what start_http made for the
+     * routes goes (http_stop_loop). */
+    void (*stop_http)(notesd_loop_t *loop);
 } notesd_server_t;
 
 extern notesd_server_t server;

@@ -168,6 +168,7 @@ int main(int argc, char **argv)
     if (http_open_listeners(cfg) != 0)
         return 1;
     server.start_http = http_start_loop;
+    server.stop_http = http_stop_loop;
     if (loops_start() != 0)
         return 1;
 

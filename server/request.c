@@ -49,9 +49,7 @@ enum client_state {
  * client sent before its FIN are already in h2o's buffer. */
 static enum client_state client_state(notesd_req_t *r)
 {
-    h2o_conn_t *conn = r->req->conn;
-    h2o_socket_t *sock =
-        conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+    h2o_socket_t *sock = request_socket(r->req);
     uint8_t state;
     socklen_t len = sizeof(state);
 
@@ -69,9 +67,7 @@ static enum client_state client_state(notesd_req_t *r)
  * not leave. Asked only of a request ending without an answer. */
 static int reset_by_notesd(notesd_req_t *r)
 {
-    h2o_conn_t *conn = r->req->conn;
-    h2o_socket_t *sock =
-        conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+    h2o_socket_t *sock = request_socket(r->req);
     struct linger linger;
     socklen_t len = sizeof(linger);
 
@@ -107,8 +103,7 @@ static void journal_request(notesd_req_t *r, uint64_t now_ns, uint8_t method,
     rec.arrived_us = timeval_us(&req->timestamps.request_begin_at);
     rec.ended_us = (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000;
     rec.started_us = rec.ended_us - (int64_t)((now_ns - r->start_ns) / 1000);
-    h2o_socket_t *sock =
-        conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+    h2o_socket_t *sock = request_socket(req);
     rec.proto = (uint8_t)((req->version >= 0x200 ? JOURNAL_H2 : JOURNAL_H1) |
                           (sock != NULL && sock->ssl != NULL ? JOURNAL_TLS : 0));
     rec.stream_id = 0;
@@ -193,11 +188,13 @@ int request_trace(notesd_req_t *r, traceparent_t *out)
     return 0;
 }
 
-notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, const request_loop_t *loop, int measured,
+notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, size_t state_size,
+                            const request_loop_t *loop, int measured,
                             const request_settings_t *settings)
 {
-    notesd_req_t *r = h2o_mem_alloc_shared(&req->pool, sizeof(*r), on_request_disposed);
-    memset(r, 0, sizeof(*r));
+    notesd_req_t *r =
+        h2o_mem_alloc_shared(&req->pool, sizeof(*r) + state_size, on_request_disposed);
+    memset(r, 0, sizeof(*r) + state_size);
     r->req = req;
     r->settings = settings;
     r->loop = loop;
@@ -209,23 +206,26 @@ notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, const request_loop_t 
     return r;
 }
 
+const route_state_t request_db_state = {.request_size = sizeof(struct request_db)};
+
 /* request_db's clean-up. A query the pool never took has no pool yet. */
 static void on_db_dispose(notesd_req_t *r)
 {
-    pool_query_t *q = &r->u.db.query;
-    r->wait_ns = q->wait_ns;
-    if (q->pool != NULL)
-        pool_query_cancel(q->pool, q);
-    cJSON_Delete(r->u.db.input.json);
+    struct request_db *db = (struct request_db *)r->state;
+    r->wait_ns = db->query.wait_ns;
+    if (db->query.pool != NULL)
+        pool_query_cancel(db->query.pool, &db->query);
+    cJSON_Delete(db->input.json);
 }
 
 struct request_db *request_db(notesd_req_t *r, int statement, pool_query_cb cb)
 {
+    struct request_db *db = (struct request_db *)r->state;
     r->on_dispose = on_db_dispose;
-    r->u.db.query.statement = statement;
-    r->u.db.query.cb = cb;
-    r->u.db.query.data = r;
-    return &r->u.db;
+    db->query.statement = statement;
+    db->query.cb = cb;
+    db->query.data = r;
+    return db;
 }
 
 h2o_iovec_t request_query(const notesd_req_t *r)
@@ -280,8 +280,9 @@ int request_client_gone(notesd_req_t *r)
     /* Requests pipelined behind this one are dropped unread, not run for nobody. */
     r->req->http1_is_persistent = 0;
     r->unanswered = !r->started;
-    h2o_conn_t *conn = r->req->conn;
-    shutdown(h2o_socket_get_fd(conn->callbacks->get_socket(conn)), SHUT_RDWR);
+    h2o_socket_t *sock = request_socket(r->req);
+    if (sock != NULL)
+        shutdown(h2o_socket_get_fd(sock), SHUT_RDWR);
     return 1;
 }
 

@@ -3,8 +3,9 @@
  *
  * Owns notesd_req_t: the route, the port's settings, the timings (start,
  * database time), the status recorded when the request ends, a timer on the
- * loop's timer service, and a union of what the route's handler needs while it
- * waits (a database query, a delay). It is allocated once per
+ * loop's timer service, and room for what the route's module keeps while it
+ * answers (r->state: its own type, route_state_t's request_size bytes; and
+ * r->loop_state, the module's state on this loop). It is allocated once per
  * request, as a shared allocation in req->pool whose dispose callback runs
  * when h2o disposes of the request (after the last byte was written, or when
  * the client went away): it calls the handler's clean-up, then records the
@@ -78,6 +79,22 @@ typedef struct request_settings {
     int nloops;
 } request_settings_t;
 
+/* What a route's module keeps, declared by the module and named by its rows
+ * (routes.h); the router makes it. Per request: `request_size` bytes, zeroed,
+ * allocated with the request (r->state). Per loop: `loop_size` bytes, zeroed,
+ * given to `loop_init` when the loop's h2o context starts and to
+ * `loop_dispose` when it ends, and handed to each of its requests
+ * (r->loop_state); the rows of one module share it. Any part may be 0 or NULL. */
+typedef struct route_state {
+    size_t request_size;
+    size_t loop_size;
+    void (*loop_init)(void *state, const request_loop_t *loop);
+    void (*loop_dispose)(void *state);
+} route_state_t;
+
+/* The state of requests that run one statement on the pool (request_db). */
+extern const route_state_t request_db_state;
+
 struct notesd_req {
     h2o_req_t *req;
     const request_settings_t *settings; /* the port's */
@@ -107,29 +124,25 @@ struct notesd_req {
         timers_t *timers; /* the loop's, once armed */
         void (*on_due)(notesd_req_t *r);
     } timer;
-    union {
-        struct request_db {     /* routes_notes.c and /readyz: one statement on the pool */
-            pool_query_t query; /* query.data points back to the notesd_req_t */
-            note_input_t input; /* parsed body of POST/PUT; owns the param strings */
-            char id[21];        /* canonical id text, a parameter */
-        } db;
-        struct request_delay { /* delay.c: an answer due at r->timer's deadline */
-            long ms;
-        } delay;
-        struct request_fixture {       /* routes_fixture.c: /fault, /bytes, /drip */
-            h2o_generator_t generator; /* h2o calls its proceed for the next chunk */
-            uint64_t sent, total;      /* body bytes handed to h2o, and the body's length */
-            uint32_t chunks;           /* /drip: instants the body is cut at; 0: all at once */
-            uint32_t duration_ms;      /* /drip: from the first chunk to the last */
-            uint8_t in_flight;         /* 1 from an h2o_send until h2o calls proceed */
-            uint8_t action;            /* /fault: enum fault_action (routes_fixture.c) */
-            int status;                /* /fault: the status this request answers */
-        } fixture;
-        struct request_stream {   /* routes_stream.c: /sse and /stream/:n */
-            struct stream *state; /* in req->pool: its generator, position and buffer */
-        } stream;
-    } u;
+    void *loop_state;                      /* the route module's state on this loop, or NULL */
+    _Alignas(max_align_t) uint8_t state[]; /* the route module's, request_size bytes */
 };
+
+/* A request that runs one statement on the pool: its state (request_db_state). */
+struct request_db {
+    pool_query_t query; /* query.data points back to the notesd_req_t */
+    note_input_t input; /* parsed body of POST/PUT; owns the param strings */
+    char id[21];        /* canonical id text, a parameter */
+};
+
+/* The socket of the request's connection (HTTP/2: the connection's, which its
+ * streams share), or NULL when h2o has none to give. Every look at a
+ * request's socket goes through here. */
+static inline h2o_socket_t *request_socket(h2o_req_t *req)
+{
+    h2o_conn_t *conn = req->conn;
+    return conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+}
 
 /* What request_trace knows of a request's traceparent. Only "none" is kept:
  * a request without one (nearly all of them) is searched once; one with a
@@ -155,20 +168,22 @@ enum request_gone {
 extern const char *const request_method_labels[];
 #define REQUEST_NUM_METHODS 8
 
-/* Creates the request's context (zeroed union) in req->pool, the one
- * allocation of request state, on `loop`. A `measured` request is counted in
- * flight and its duration recorded in loop->stats when it ends; the metrics
- * port's are not. `loop` and `settings` must outlive every request (they are
- * the process's). Ownership: the context belongs to req->pool and dies with
- * the request. */
-notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, const request_loop_t *loop, int measured,
+/* Creates the request's context in req->pool, the one allocation of request
+ * state, with `state_size` zeroed bytes for its route's module (r->state), on
+ * `loop`. A `measured` request is counted in flight and its duration recorded
+ * in loop->stats when it ends; the metrics port's are not. `loop` and
+ * `settings` must outlive every request (they are the process's). Ownership:
+ * the context belongs to req->pool and dies with the request. */
+notesd_req_t *request_begin(h2o_req_t *req, uint8_t route, size_t state_size,
+                            const request_loop_t *loop, int measured,
                             const request_settings_t *settings);
 
-/* Claims the context's union for one statement on the pool (r->u.db): sets
- * the query's statement, its callback `cb` and its data (r), and the request's
- * clean-up, which takes the query back from the pool if the request goes
- * first (its result, if it comes, is dropped) and frees a parsed body
- * (u.db.input). The handler sets the parameters, then calls pool_query. */
+/* Claims the request's state (a route whose module declares request_db_state)
+ * for one statement on the pool: sets the query's statement, its callback `cb`
+ * and its data (r), and the request's clean-up, which takes the query back
+ * from the pool if the request goes first (its result, if it comes, is
+ * dropped) and frees a parsed body (input). The handler sets the parameters,
+ * then calls pool_query. */
 struct request_db *request_db(notesd_req_t *r, int statement, pool_query_cb cb);
 
 /* The raw query string: what follows the target's '?', still encoded; empty

@@ -43,37 +43,46 @@ typedef int (*route_handler_t)(notesd_req_t *r);
 /* One row per route: its id, its template (the `path` label), its port, how
  * its path matches, a set-up hook (or NULL) called at start-up with the
  * port's h2o path configuration (its one path, "/") and the port's request
- * settings, then its methods, each `{"METHOD", handler}`: any method h2o
+ * settings, what its module keeps per request and per loop (a route_state_t
+ * of request.h, or NULL: nothing), then its methods, each `{"METHOD", handler}`: any method h2o
  * parses, by its exact name; "GET" answers HEAD too, and "*" every method
  * the row names no handler for; `{NULL, NULL}` is none. The rows of a port
  * are tried in this order; the first match wins. Adding a method to a route
  * is one more pair here. */
 #define ROUTES(X)                                                                                  \
-    X(ROUTE_NOTE_BY_ID, "/notes/:id", PORT_API, MATCH_PARAM, NULL, {"GET", notes_get},             \
-      {"PUT", notes_update})                                                                       \
-    X(ROUTE_NOTES, "/notes", PORT_API, MATCH_EXACT, NULL, {"GET", notes_list},                     \
+    X(ROUTE_NOTE_BY_ID, "/notes/:id", PORT_API, MATCH_PARAM, NULL, &request_db_state,              \
+      {"GET", notes_get}, {"PUT", notes_update})                                                   \
+    X(ROUTE_NOTES, "/notes", PORT_API, MATCH_EXACT, NULL, &request_db_state, {"GET", notes_list},  \
       {"POST", notes_insert})                                                                      \
-    X(ROUTE_JSON, "/json", PORT_API, MATCH_EXACT, NULL, {"GET", misc_json})                        \
-    X(ROUTE_ROOT, "/", PORT_API, MATCH_EXACT, NULL, {"GET", misc_root})                            \
-    X(ROUTE_STATUS, "/status", PORT_API, MATCH_EXACT, NULL, {"GET", misc_status})                  \
-    X(ROUTE_PRIMES, "/primes", PORT_API, MATCH_EXACT, NULL, {"GET", misc_primes})                  \
-    X(ROUTE_STATIC, "/static", PORT_API, MATCH_PREFIX, misc_static_setup, {"GET", misc_static})    \
-    X(ROUTE_DELAY, "/delay/:ms", PORT_API, MATCH_PARAM, NULL, {"GET", delay_get})                  \
-    X(ROUTE_FAULT, "/fault/:status", PORT_API, MATCH_PARAM, NULL, {"GET", fixture_fault})          \
-    X(ROUTE_BYTES, "/bytes/:n", PORT_API, MATCH_PARAM, NULL, {"GET", fixture_bytes})               \
-    X(ROUTE_DRIP, "/drip", PORT_API, MATCH_EXACT, NULL, {"GET", fixture_drip})                     \
-    X(ROUTE_STALL, "/stall", PORT_API, MATCH_EXACT, NULL, {"GET", fixture_stall})                  \
-    X(ROUTE_WS_ECHO, "/ws/echo", PORT_API, MATCH_EXACT, NULL, {"GET", ws_echo_get})                \
-    X(ROUTE_WS_FEED, "/ws/feed", PORT_API, MATCH_EXACT, NULL, {"GET", ws_feed_get})                \
-    X(ROUTE_SSE, "/sse", PORT_API, MATCH_EXACT, NULL, {"GET", stream_sse})                         \
-    X(ROUTE_STREAM, "/stream/:n", PORT_API, MATCH_PARAM, NULL, {"GET", stream_lines})              \
-    X(ROUTE_OTHER, "other", PORT_API, MATCH_NONE, NULL, {NULL, NULL})                              \
-    X(ROUTE_METRICS, "/metrics", PORT_METRICS, MATCH_PREFIX, metrics_setup, {"GET", metrics_get})  \
-    X(ROUTE_HEALTHZ, "/healthz", PORT_METRICS, MATCH_PREFIX, NULL, {"*", metrics_healthz})         \
-    X(ROUTE_READYZ, "/readyz", PORT_METRICS, MATCH_PREFIX, NULL, {"*", metrics_readyz})            \
-    X(ROUTE_JOURNAL, "/journal", PORT_METRICS, MATCH_EXACT, NULL, {"GET", journal_route})          \
-    X(ROUTE_OPENAPI, "/openapi.json", PORT_METRICS, MATCH_EXACT, NULL, {"GET", assets_openapi})    \
-    X(ROUTE_DASHBOARD, "/dashboard", PORT_METRICS, MATCH_EXACT, NULL, {"GET", assets_dashboard})
+    X(ROUTE_JSON, "/json", PORT_API, MATCH_EXACT, NULL, NULL, {"GET", misc_json})                  \
+    X(ROUTE_ROOT, "/", PORT_API, MATCH_EXACT, NULL, NULL, {"GET", misc_root})                      \
+    X(ROUTE_STATUS, "/status", PORT_API, MATCH_EXACT, NULL, NULL, {"GET", misc_status})            \
+    X(ROUTE_PRIMES, "/primes", PORT_API, MATCH_EXACT, NULL, NULL, {"GET", misc_primes})            \
+    X(ROUTE_STATIC, "/static", PORT_API, MATCH_PREFIX, misc_static_setup, NULL,                    \
+      {"GET", misc_static})                                                                        \
+    X(ROUTE_DELAY, "/delay/:ms", PORT_API, MATCH_PARAM, NULL, &delay_state, {"GET", delay_get})    \
+    X(ROUTE_FAULT, "/fault/:status", PORT_API, MATCH_PARAM, NULL, &fixture_state,                  \
+      {"GET", fixture_fault})                                                                      \
+    X(ROUTE_BYTES, "/bytes/:n", PORT_API, MATCH_PARAM, NULL, &fixture_state,                       \
+      {"GET", fixture_bytes})                                                                      \
+    X(ROUTE_DRIP, "/drip", PORT_API, MATCH_EXACT, NULL, &fixture_state, {"GET", fixture_drip})     \
+    X(ROUTE_STALL, "/stall", PORT_API, MATCH_EXACT, NULL, &fixture_state, {"GET", fixture_stall})  \
+    X(ROUTE_WS_ECHO, "/ws/echo", PORT_API, MATCH_EXACT, NULL, NULL, {"GET", ws_echo_get})          \
+    X(ROUTE_WS_FEED, "/ws/feed", PORT_API, MATCH_EXACT, NULL, NULL, {"GET", ws_feed_get})          \
+    X(ROUTE_SSE, "/sse", PORT_API, MATCH_EXACT, NULL, &stream_state, {"GET", stream_sse})          \
+    X(ROUTE_STREAM, "/stream/:n", PORT_API, MATCH_PARAM, NULL, &stream_state,                      \
+      {"GET", stream_lines})                                                                       \
+    X(ROUTE_OTHER, "other", PORT_API, MATCH_NONE, NULL, NULL, {NULL, NULL})                        \
+    X(ROUTE_METRICS, "/metrics", PORT_METRICS, MATCH_PREFIX, metrics_setup, NULL,                  \
+      {"GET", metrics_get})                                                                        \
+    X(ROUTE_HEALTHZ, "/healthz", PORT_METRICS, MATCH_PREFIX, NULL, NULL, {"*", metrics_healthz})   \
+    X(ROUTE_READYZ, "/readyz", PORT_METRICS, MATCH_PREFIX, NULL, &request_db_state,                \
+      {"*", metrics_readyz})                                                                       \
+    X(ROUTE_JOURNAL, "/journal", PORT_METRICS, MATCH_EXACT, NULL, NULL, {"GET", journal_route})    \
+    X(ROUTE_OPENAPI, "/openapi.json", PORT_METRICS, MATCH_EXACT, NULL, NULL,                       \
+      {"GET", assets_openapi})                                                                     \
+    X(ROUTE_DASHBOARD, "/dashboard", PORT_METRICS, MATCH_EXACT, NULL, NULL,                        \
+      {"GET", assets_dashboard})
 
 #define ROUTE_ENUM(id, ...) id,
 enum route_id { ROUTES(ROUTE_ENUM) ROUTE__COUNT };
@@ -91,6 +100,7 @@ typedef struct route {
     enum route_port port;
     enum route_match match;
     void (*setup)(h2o_pathconf_t *pathconf, const request_settings_t *settings);
+    const route_state_t *state;    /* the module's state; NULL: none */
     const route_method_t *methods; /* ends with a NULL name */
 } route_t;
 
@@ -99,6 +109,10 @@ extern const route_t routes[ROUTE__COUNT];
 
 /* The handlers the rows name (routes_notes.c, routes_misc.c, delay.c, routes_fixture.c,
  * routes_ws.c, routes_stream.c, routes_metrics.c, routes_assets.c). */
+/* The state the rows name (delay.c, routes_fixture.c, routes_stream.c; request_db_state:
+ * request.h). */
+extern const route_state_t delay_state, fixture_state, stream_state;
+
 int notes_get(notesd_req_t *r);
 int notes_update(notesd_req_t *r);
 int notes_list(notesd_req_t *r);

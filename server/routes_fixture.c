@@ -31,6 +31,70 @@ static void fill_pattern(void)
         pattern[i] = (char)(i % FIXTURE_PATTERN_PERIOD);
 }
 
+/* A request's state (r->state), whichever of the routes it is. */
+typedef struct fixture_req {
+    notesd_req_t *r;           /* the request it belongs to */
+    h2o_generator_t generator; /* h2o calls its proceed for the next chunk */
+    uint64_t sent, total;      /* body bytes handed to h2o, and the body's length */
+    uint32_t chunks;           /* /drip: instants the body is cut at; 0: all at once */
+    uint32_t duration_ms;      /* /drip: from the first chunk to the last */
+    uint8_t action;            /* /fault: enum fault_action */
+    int status;                /* /fault: the status this request answers */
+} fixture_req_t;
+
+/* One counter per (status, every) pair on each loop, so concurrent schedules
+ * keep their own exact fractions. */
+typedef struct fault_counter {
+    int status;
+    uint64_t every;
+    uint64_t seen; /* requests so far; the Nth, 2Nth, ... get the fault */
+} fault_counter_t;
+
+/* The loop's state (r->loop_state), used by its own thread only: the /fault
+ * counters, and the one /stall schedule: stall k (k = 1, 2, ...) starts at
+ * start + k * every while k * every <= for, and blocks the loop for `stall`;
+ * its entry is on the loop's timers while a stall is due. */
+typedef struct fixture_loop {
+    fault_counter_t counters[FIXTURE_FAULT_MAX_SCHEDULES];
+    size_t ncounters;
+    struct stall {
+        timer_entry_t entry; /* the next stall */
+        timers_t *timers;    /* the loop's, and its counters */
+        stats_loop_t *stats;
+        uint64_t start_ns, every_ns, stall_ns, for_ns;
+        uint64_t next; /* k of the next stall; 0: no schedule */
+    } stall;
+} fixture_loop_t;
+
+static void on_stall_due(timer_entry_t *entry);
+
+static void fixture_loop_init(void *state, const request_loop_t *loop)
+{
+    fixture_loop_t *l = state;
+    l->stall.timers = loop->timers;
+    l->stall.stats = loop->stats;
+    l->stall.entry.cb = on_stall_due;
+}
+
+static void fixture_loop_dispose(void *state)
+{
+    fixture_loop_t *l = state;
+    timers_unlink(l->stall.timers, &l->stall.entry);
+}
+
+const route_state_t fixture_state = {.request_size = sizeof(fixture_req_t),
+                                     .loop_size = sizeof(fixture_loop_t),
+                                     .loop_init = fixture_loop_init,
+                                     .loop_dispose = fixture_loop_dispose};
+
+/* The request's state, tied to the request (generators are handed the state alone). */
+static fixture_req_t *fixture_of(notesd_req_t *r)
+{
+    fixture_req_t *f = (fixture_req_t *)r->state;
+    f->r = r;
+    return f;
+}
+
 /* ---- streamed bodies: /bytes/:n and /drip --------------------------------------------------- */
 
 static void stream_pump(notesd_req_t *r);
@@ -53,7 +117,7 @@ static void on_drip_due(notesd_req_t *r)
  * h2o's hands, which is h2o's rule for h2o_send. */
 static void stream_pump(notesd_req_t *r)
 {
-    struct request_fixture *f = &r->u.fixture;
+    fixture_req_t *f = fixture_of(r);
     uint64_t due = f->total;
 
     if (f->chunks > 1) {
@@ -81,14 +145,14 @@ static void stream_pump(notesd_req_t *r)
 
 static void on_stream_proceed(h2o_generator_t *generator, h2o_req_t *req)
 {
-    stream_pump(H2O_STRUCT_FROM_MEMBER(notesd_req_t, u.fixture.generator, generator));
+    stream_pump(H2O_STRUCT_FROM_MEMBER(fixture_req_t, generator, generator)->r);
 }
 
 /* Starts a 200 of `total` pattern bytes, cut into `chunks` pieces spread over
  * `duration_ms` (chunks 0 or 1: as fast as the client reads). */
 static void stream_start(notesd_req_t *r, uint64_t total, uint32_t chunks, uint32_t duration_ms)
 {
-    struct request_fixture *f = &r->u.fixture;
+    fixture_req_t *f = fixture_of(r);
     h2o_req_t *req = r->req;
 
     f->total = total;
@@ -139,32 +203,21 @@ enum fault_action {
     FAULT_CLOSE_HEADERS, /* the headers (with Content-Length), then the connection closes */
 };
 
-/* One counter per (status, every) pair on each loop, so concurrent schedules
- * keep their own exact fractions. Used only by the loop's own thread. */
-typedef struct fault_counter {
-    int status;
-    uint64_t every;
-    uint64_t seen; /* requests so far; the Nth, 2Nth, ... get the fault */
-} fault_counter_t;
-
-static __thread fault_counter_t fault_counters[FIXTURE_FAULT_MAX_SCHEDULES];
-static __thread size_t fault_ncounters;
-
-static fault_counter_t *fault_counter(int status, uint64_t every)
+static fault_counter_t *fault_counter(fixture_loop_t *l, int status, uint64_t every)
 {
-    for (size_t i = 0; i < fault_ncounters; i++)
-        if (fault_counters[i].status == status && fault_counters[i].every == every)
-            return &fault_counters[i];
-    if (fault_ncounters == FIXTURE_FAULT_MAX_SCHEDULES)
+    for (size_t i = 0; i < l->ncounters; i++)
+        if (l->counters[i].status == status && l->counters[i].every == every)
+            return &l->counters[i];
+    if (l->ncounters == FIXTURE_FAULT_MAX_SCHEDULES)
         return NULL;
-    fault_counter_t *c = &fault_counters[fault_ncounters++];
+    fault_counter_t *c = &l->counters[l->ncounters++];
     *c = (fault_counter_t){status, every, 0};
     return c;
 }
 
 static void fault_answer(notesd_req_t *r)
 {
-    struct request_fixture *f = &r->u.fixture;
+    fixture_req_t *f = fixture_of(r);
     h2o_req_t *req = r->req;
     static h2o_generator_t generator = {NULL, NULL};
     char *body = h2o_mem_alloc_pool(&req->pool, 24);
@@ -188,7 +241,7 @@ static void fault_answer(notesd_req_t *r)
          * queued). Nothing of an answer leaves. SO_LINGER 0 also marks the
          * socket as reset by notesd: the other streams of an HTTP/2
          * connection are not counted as clients gone (request.c). */
-        int fd = h2o_socket_get_fd(req->conn->callbacks->get_socket(req->conn));
+        int fd = h2o_socket_get_fd(request_socket(req));
         struct linger linger = {1, 0};
         struct sockaddr unspec = {.sa_family = AF_UNSPEC};
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, sizeof(linger));
@@ -220,7 +273,7 @@ static void on_fault_due(notesd_req_t *r)
 static void on_fault_dispose(notesd_req_t *r)
 {
     request_timer_cancel(r);
-    if (r->u.fixture.action == FAULT_RESET) {
+    if (fixture_of(r)->action == FAULT_RESET) {
         r->req->res.status = 0;
         r->own_reset = 1; /* not a client gone */
     }
@@ -229,7 +282,7 @@ static void on_fault_dispose(notesd_req_t *r)
 /* GET /fault/:status[?every=N][&delay_ms=D][&action=reset|close_after_headers] */
 int fixture_fault(notesd_req_t *r)
 {
-    struct request_fixture *f = &r->u.fixture;
+    fixture_req_t *f = fixture_of(r);
     uint64_t status, every = 1, delay_ms = 0;
     enum fault_action action = FAULT_ANSWER;
     const char *v;
@@ -255,7 +308,7 @@ int fixture_fault(notesd_req_t *r)
      * loop, counted on arrival; the others are a plain 200. */
     int hit = 1;
     if (every > 1) {
-        fault_counter_t *c = fault_counter((int)status, every);
+        fault_counter_t *c = fault_counter(r->loop_state, (int)status, every);
         if (c == NULL) {
             respond_unavailable(r, "too many distinct /fault every= schedules on this loop");
             return 0;
@@ -276,17 +329,6 @@ int fixture_fault(notesd_req_t *r)
 
 /* ---- /stall --------------------------------------------------------------------------------- */
 
-/* The loop's one schedule: stall k (k = 1, 2, ...) starts at start + k * every
- * while k * every <= for, and blocks the loop for `stall`. Used only by the
- * loop's own thread; its entry is on that loop's timers while a stall is due. */
-static __thread struct {
-    timer_entry_t entry; /* the next stall */
-    timers_t *timers;    /* the loop's, and its counters: from the request that set it */
-    stats_loop_t *stats;
-    uint64_t start_ns, every_ns, stall_ns, for_ns;
-    uint64_t next; /* k of the next stall; 0: no schedule */
-} stall;
-
 /* Blocks the loop until `until_ns`, on purpose: this is the stall. */
 static void pause_loop(uint64_t until_ns)
 {
@@ -297,16 +339,17 @@ static void pause_loop(uint64_t until_ns)
 
 static void on_stall_due(timer_entry_t *entry)
 {
+    struct stall *stall = H2O_STRUCT_FROM_MEMBER(struct stall, entry, entry);
     uint64_t begin = stats_now_ns();
-    pause_loop(begin + stall.stall_ns);
+    pause_loop(begin + stall->stall_ns);
     uint64_t end = stats_now_ns();
-    STAT_ADD(stall.stats->stalls, 1);
-    STAT_ADD(stall.stats->stall_ns, end - begin);
-    stall.next++;
-    if (stall.next * stall.every_ns <= stall.for_ns)
-        timers_link(stall.timers, &stall.entry, stall.start_ns + stall.next * stall.every_ns);
+    STAT_ADD(stall->stats->stalls, 1);
+    STAT_ADD(stall->stats->stall_ns, end - begin);
+    stall->next++;
+    if (stall->next * stall->every_ns <= stall->for_ns)
+        timers_link(stall->timers, &stall->entry, stall->start_ns + stall->next * stall->every_ns);
     else
-        stall.next = 0;
+        stall->next = 0;
 }
 
 /* GET /stall?ms=S&every_ms=P&for_ms=T: answers at once and replaces this
@@ -337,19 +380,16 @@ int fixture_stall(notesd_req_t *r)
         respond_error(r, 400, "every_ms must be at least 2 * ms");
         return 0;
     }
-    if (stall.timers != NULL)
-        timers_unlink(stall.timers, &stall.entry);
-    stall.timers = r->loop->timers;
-    stall.stats = r->loop->stats;
-    stall.next = 0;
+    struct stall *stall = &((fixture_loop_t *)r->loop_state)->stall;
+    timers_unlink(stall->timers, &stall->entry);
+    stall->next = 0;
     if (for_ms > 0 && every_ms <= for_ms) {
-        stall.start_ns = r->start_ns;
-        stall.every_ns = every_ms * 1000000;
-        stall.stall_ns = ms * 1000000;
-        stall.for_ns = for_ms * 1000000;
-        stall.next = 1;
-        stall.entry.cb = on_stall_due;
-        timers_link(stall.timers, &stall.entry, stall.start_ns + stall.every_ns);
+        stall->start_ns = r->start_ns;
+        stall->every_ns = every_ms * 1000000;
+        stall->stall_ns = ms * 1000000;
+        stall->for_ns = for_ms * 1000000;
+        stall->next = 1;
+        timers_link(stall->timers, &stall->entry, stall->start_ns + stall->every_ns);
     }
     char *body = h2o_mem_alloc_pool(&r->req->pool, 80);
     int len =

@@ -1,15 +1,16 @@
 /*
  * routes_metrics.c - the metrics port: GET /metrics (the Prometheus text page,
  * or OpenMetrics), /healthz and /readyz. A route module like the others: the
- * router hands it every loop (request_settings_t.loops), each module below
- * writes its own families of the page (request_report_write for the HTTP
- * series, listen_, ws_, pool_ and lag_report_write), and this file puts the
- * page together in that order, with the process's own figures (/proc) and the
- * build's. docs/metrics.md's table lists every family.
+ * router hands it every loop (request_settings_t.loops), each module writes
+ * its own families of the page (request_report_write for the HTTP series,
+ * listen_, ws_, pool_, lag_ and journal_report_write), and this file puts the
+ * page together from a table of rows, one per module, with the process's own
+ * figures (/proc) and the build's. docs/metrics.md's table lists every family.
  */
 #include <dirent.h>
 #include <limits.h>
 #include <malloc.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,144 @@ static int wants_openmetrics(h2o_req_t *req)
                                         req->headers.entries[i].value.len);
 }
 
+/* Who is scraping, for the lag window (lag.h): the client's address and User-Agent. */
+static uint64_t reader_key(h2o_req_t *req)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&ss);
+    const void *addr = &ss;
+    size_t addr_len = 0;
+    if (len != 0 && ss.ss_family == AF_INET)
+        addr = &((struct sockaddr_in *)&ss)->sin_addr, addr_len = 4;
+    else if (len != 0 && ss.ss_family == AF_INET6)
+        addr = &((struct sockaddr_in6 *)&ss)->sin6_addr, addr_len = 16;
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_USER_AGENT, -1);
+    h2o_iovec_t agent = i >= 0 ? req->headers.entries[i].value : h2o_iovec_init("", 0);
+    return lag_reader_key(addr, addr_len, agent.base, agent.len);
+}
+
+/* ---- the page: one row per module ----------------------------------------------------------
+ *
+ * Each module that reports has a report type, made once per scrape, to which
+ * every loop's figures are added, and which the module then writes. The rows
+ * below adapt each module's functions to one shape; the page is the rows in
+ * order, then the process's and the build's figures. A new module's figures
+ * are a row here (and its families in docs/metrics.md). */
+
+/* What a scrape is: the page's pool, its format, its reader (the lag window). */
+typedef struct scrape {
+    h2o_mem_pool_t *pool;
+    int nloops, openmetrics;
+    uint64_t reader;
+} scrape_t;
+
+typedef struct report_row {
+    void *(*make)(const scrape_t *s);
+    void (*add)(void *report, const request_loop_t *loop, const scrape_t *s);
+    void (*write)(void *report, exposition_t *o);
+} report_row_t;
+
+static void *zeroed(const scrape_t *s, size_t size)
+{
+    return memset(h2o_mem_alloc_pool(s->pool, size), 0, size);
+}
+
+static void *http_row_make(const scrape_t *s)
+{
+    return request_report_new(s->pool, s->nloops, s->openmetrics);
+}
+static void http_row_add(void *r, const request_loop_t *loop, const scrape_t *s)
+{
+    request_report_add(r, loop->stats);
+}
+static void http_row_write(void *r, exposition_t *o)
+{
+    request_report_write(r, o, route_labels, ROUTE__COUNT);
+}
+
+static void *listen_row_make(const scrape_t *s)
+{
+    return zeroed(s, sizeof(listen_report_t));
+}
+static void listen_row_add(void *r, const request_loop_t *loop, const scrape_t *s)
+{
+    listen_report_add(r, loop->listen);
+}
+static void listen_row_write(void *r, exposition_t *o)
+{
+    listen_report_write(r, o);
+}
+
+static void *ws_row_make(const scrape_t *s)
+{
+    ws_report_t *r = h2o_mem_alloc_pool(s->pool, sizeof(*r));
+    ws_report_init(r);
+    return r;
+}
+static void ws_row_add(void *r, const request_loop_t *loop, const scrape_t *s)
+{
+    ws_report_add(r, loop->ws);
+}
+static void ws_row_write(void *r, exposition_t *o)
+{
+    ws_report_write(r, o);
+}
+
+static void *pool_row_make(const scrape_t *s)
+{
+    pool_report_t *r = h2o_mem_alloc_pool(s->pool, sizeof(*r));
+    pool_report_init(r);
+    return r;
+}
+static void pool_row_add(void *r, const request_loop_t *loop, const scrape_t *s)
+{
+    pool_report_add(r, loop->pool);
+}
+static void pool_row_write(void *r, exposition_t *o)
+{
+    pool_report_write(r, o);
+}
+
+static void *lag_row_make(const scrape_t *s)
+{
+    lag_report_t *r = h2o_mem_alloc_pool(s->pool, sizeof(*r));
+    lag_report_init(r);
+    return r;
+}
+static void lag_row_add(void *r, const request_loop_t *loop, const scrape_t *s)
+{
+    lag_report_add(r, loop->lag, s->reader);
+}
+static void lag_row_write(void *r, exposition_t *o)
+{
+    lag_report_write(r, o);
+}
+
+static void *journal_row_make(const scrape_t *s)
+{
+    return zeroed(s, sizeof(journal_report_t));
+}
+static void journal_row_add(void *r, const request_loop_t *loop, const scrape_t *s)
+{
+    if (loop->journal != NULL)
+        journal_report_add(r, loop->journal);
+}
+static void journal_row_write(void *r, exposition_t *o)
+{
+    journal_report_write(r, o);
+}
+
+/* The page's families, in this order. */
+static const report_row_t reports[] = {
+    {http_row_make, http_row_add, http_row_write},
+    {listen_row_make, listen_row_add, listen_row_write},
+    {ws_row_make, ws_row_add, ws_row_write},
+    {pool_row_make, pool_row_add, pool_row_write},
+    {lag_row_make, lag_row_add, lag_row_write},
+    {journal_row_make, journal_row_add, journal_row_write},
+};
+#define NUM_REPORTS (sizeof(reports) / sizeof(reports[0]))
+
 /* GET /metrics: the Prometheus text format, or OpenMetrics (with the HTTP
  * durations' exemplars) for a scraper that asks for it. Each module's figures
  * are read from every loop, then written by the module; the page lives in the
@@ -135,43 +274,29 @@ static int wants_openmetrics(h2o_req_t *req)
 int metrics_get(notesd_req_t *r)
 {
     h2o_req_t *req = r->req;
-    const request_settings_t *s = r->settings;
-    int openmetrics = wants_openmetrics(req);
+    const request_settings_t *settings = r->settings;
+    scrape_t s = {.pool = &req->pool,
+                  .nloops = settings->nloops,
+                  .openmetrics = wants_openmetrics(req),
+                  .reader = reader_key(req)};
+    void *made[NUM_REPORTS];
 
-    request_report_t *http = request_report_new(&req->pool, s->nloops, openmetrics);
-    listen_report_t connections = {0};
-    ws_report_t ws;
-    pool_report_t pools;
-    lag_report_t *lag = h2o_mem_alloc_pool(&req->pool, sizeof(*lag));
-    journal_report_t journal = {0};
-    ws_report_init(&ws);
-    pool_report_init(&pools);
-    lag_report_init(lag);
-    for (int l = 0; l < s->nloops; l++) {
-        const request_loop_t *loop = s->loops[l];
-        request_report_add(http, loop->stats);
-        listen_report_add(&connections, loop->listen);
-        ws_report_add(&ws, loop->ws);
-        pool_report_add(&pools, loop->pool);
-        lag_report_add(lag, loop->lag);
-        if (loop->journal != NULL)
-            journal_report_add(&journal, loop->journal);
-    }
+    for (size_t i = 0; i < NUM_REPORTS; i++)
+        made[i] = reports[i].make(&s);
+    for (int l = 0; l < s.nloops; l++)
+        for (size_t i = 0; i < NUM_REPORTS; i++)
+            reports[i].add(made[i], settings->loops[l], &s);
 
     exposition_t o;
-    exposition_init(&o, &req->pool, 65536, openmetrics);
-    request_report_write(http, &o, route_labels, ROUTE__COUNT);
-    listen_report_write(&connections, &o);
-    ws_report_write(&ws, &o);
-    pool_report_write(&pools, &o);
-    lag_report_write(lag, &o);
-    journal_report_write(&journal, &o);
+    exposition_init(&o, &req->pool, 65536, s.openmetrics);
+    for (size_t i = 0; i < NUM_REPORTS; i++)
+        reports[i].write(made[i], &o);
     process_metrics(&o);
     build_metrics(&o);
-    if (openmetrics)
+    if (s.openmetrics)
         exposition_printf(&o, "# EOF\n");
     respond(r, 200,
-            openmetrics ? OPENMETRICS_CONTENT_TYPE : "text/plain; version=0.0.4; charset=utf-8",
+            s.openmetrics ? OPENMETRICS_CONTENT_TYPE : "text/plain; version=0.0.4; charset=utf-8",
             o.start, exposition_len(&o));
     return 0;
 }

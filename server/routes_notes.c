@@ -131,7 +131,7 @@ static void on_query_done(pool_query_t *q, PGresult *res, enum pool_error err)
 /* Hands the query to the pool, or answers 503 at once when it will not wait. */
 static int run(notesd_req_t *r)
 {
-    switch (pool_query(r->loop->pool, &r->u.db.query)) {
+    switch (pool_query(r->loop->pool, &((struct request_db *)r->state)->query)) {
     case POOL_ADMITTED:
         break; /* on_query_done answers; it may already have */
     case POOL_QUEUE_FULL:
@@ -188,14 +188,15 @@ static int parse_body(notesd_req_t *r)
         encoding = joined.base, encoding_len = joined.len;
     }
     /* An encoded body is inflated into memory of its own, freed once it is
-     * parsed: the fields the query needs live in the parsed JSON (u.db.input),
+     * parsed: the fields the query needs live in the parsed JSON (its input),
      * so nothing of it is held while the query waits. */
     char *scratch;
     status = body_decode(encoding, encoding_len, req->entity.base,
                          req->entity.base != NULL ? req->entity.len : 0, limit, &scratch, &body,
                          &body_len, msg, sizeof(msg));
     const char *why = msg;
-    if (status == 0 && validate_note_body(body, body_len, &r->u.db.input, &err) != 0)
+    struct request_db *db = (struct request_db *)r->state;
+    if (status == 0 && validate_note_body(body, body_len, &db->input, &err) != 0)
         status = 400, why = err;
     free(scratch);
     if (status != 0) {

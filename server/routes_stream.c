@@ -14,7 +14,6 @@
  * event or line, whatever the protocol, is counted as its client gone.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "head.h"
@@ -40,19 +39,20 @@ struct stream {
     uint64_t due_ns;     /* /sse: when the next event is due */
     uint64_t delay_ns, jitter_ns;
     h2o_socket_t *watched; /* /sse over HTTP/1: its socket, while watched between events */
+    void *h2o_data;        /* the watched socket's data (h2o's connection), given back after */
     uint8_t ended;         /* its last piece (or its HEAD, or an end of ours) went to h2o */
     char buf[];            /* what h2o is writing: one event, or a chunk of lines */
 };
 
-/* ---- clients that leave ----------------------------------------------------------------- */
+/* The request's state (r->state): its stream, made by stream_new. */
+const route_state_t stream_state = {.request_size = sizeof(struct stream *)};
 
-/* This loop's watched streams, by their socket's descriptor (an HTTP/1
- * connection answers one request at a time, so one stream per descriptor):
- * the socket's read callback is handed the socket alone, whose data is h2o's
- * connection. Grows to the highest descriptor watched (8 bytes a descriptor)
- * and is kept for the thread's life; used by the loop's own thread only. */
-static __thread struct stream **watched_by_fd;
-static __thread size_t watched_cap;
+static struct stream **stream_of(notesd_req_t *r)
+{
+    return (struct stream **)r->state;
+}
+
+/* ---- clients that leave ----------------------------------------------------------------- */
 
 static void on_client_readable(h2o_socket_t *sock, const char *err);
 
@@ -64,25 +64,17 @@ static void on_client_readable(h2o_socket_t *sock, const char *err);
 static void watch_start(struct stream *s)
 {
     h2o_req_t *req = s->r->req;
-    h2o_conn_t *conn = req->conn;
-    if (req->version >= 0x200 || s->watched != NULL || conn->callbacks->get_socket == NULL)
+    if (req->version >= 0x200 || s->watched != NULL)
         return;
-    h2o_socket_t *sock = conn->callbacks->get_socket(conn);
-    int fd = sock != NULL ? h2o_socket_get_fd(sock) : -1;
-    if (fd < 0 || h2o_socket_is_reading(sock))
+    h2o_socket_t *sock = request_socket(req);
+    if (sock == NULL || h2o_socket_is_reading(sock))
         return;
-    if ((size_t)fd >= watched_cap) {
-        size_t cap = watched_cap != 0 ? watched_cap : 64;
-        while (cap <= (size_t)fd)
-            cap *= 2;
-        struct stream **grown = realloc(watched_by_fd, cap * sizeof(*grown));
-        if (grown == NULL)
-            abort(); /* out of memory: see the policy in main.c */
-        memset(grown + watched_cap, 0, (cap - watched_cap) * sizeof(*grown));
-        watched_by_fd = grown;
-        watched_cap = cap;
-    }
-    watched_by_fd[fd] = s;
+    /* The read callback is handed the socket alone: while it is watched, its
+     * data is the stream. Nothing of h2o's runs on it meanwhile (no read, and
+     * no write: watching stops before anything goes to h2o), so h2o gets its
+     * connection back before it could look. */
+    s->h2o_data = sock->data;
+    sock->data = s;
     s->watched = sock;
     h2o_socket_read_start(sock, on_client_readable);
 }
@@ -94,7 +86,7 @@ static void watch_stop(struct stream *s)
     if (s->watched == NULL)
         return;
     h2o_socket_read_stop(s->watched);
-    watched_by_fd[h2o_socket_get_fd(s->watched)] = NULL;
+    s->watched->data = s->h2o_data;
     s->watched = NULL;
 }
 
@@ -105,7 +97,7 @@ static void watch_stop(struct stream *s)
  * that left ends its stream now, its timer taken back. */
 static void on_client_readable(h2o_socket_t *sock, const char *err)
 {
-    struct stream *s = watched_by_fd[h2o_socket_get_fd(sock)];
+    struct stream *s = sock->data;
     notesd_req_t *r = s->r;
     watch_stop(s);
     if (request_client_gone(r)) {
@@ -122,7 +114,7 @@ static void on_client_readable(h2o_socket_t *sock, const char *err)
  * its headers carried. */
 static void on_stream_dispose(notesd_req_t *r)
 {
-    struct stream *s = r->u.stream.state;
+    struct stream *s = *stream_of(r);
     request_timer_cancel(r);
     watch_stop(s);
     if (!s->ended && r->gone == REQUEST_PRESENT && !r->half_closed)
@@ -136,7 +128,7 @@ static struct stream *stream_new(notesd_req_t *r, size_t cap,
     memset(s, 0, sizeof(*s));
     s->r = r;
     s->generator.proceed = proceed;
-    r->u.stream.state = s;
+    *stream_of(r) = s;
     r->on_dispose = on_stream_dispose;
     return s;
 }
@@ -170,7 +162,7 @@ static int64_t wall_us(void)
  * when the timer fires; never while an event is in h2o's hands. */
 static void sse_pump(notesd_req_t *r)
 {
-    struct stream *s = r->u.stream.state;
+    struct stream *s = *stream_of(r);
     watch_stop(s);
     if (s->due_ns > stats_now_ns()) {
         if (request_timer_arm(r, s->due_ns, sse_pump) != 0) {

@@ -3,7 +3,10 @@
 server/routes.h (read by tests/route_table.py): docs/api.md's table under
 "## Routes" the API port's, docs/metrics.md's under "## The port" the metrics
 port's, one `METHOD /template` per method a route answers (GET for a route that
-answers any method; HEAD is implied by GET and not listed).
+answers any method; HEAD is implied by GET and not listed). Also held to the
+table: the `path` label values docs/metrics.md lists for http_requests_total
+(every API route's template, and `other`), and tests/route_examples.py, the one
+request per route that the tests touching every route send.
 
 A table row is read from its first cell's code span, `METHOD /path...`, with the
 query (`?…`), optional parts (`[…]`) and a trailing `/…` left out. Each
@@ -19,6 +22,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import route_examples  # noqa: E402
 import route_table  # noqa: E402
 
 REPO = route_table.REPO
@@ -67,6 +71,35 @@ def compare(page, heading, documented, routes, port):
     return problems
 
 
+def path_labels(routes):
+    """docs/metrics.md's list of http_requests_total's `path` values against the API port's
+    templates and `other`."""
+    with open(os.path.join(REPO, "docs", "metrics.md"), encoding="utf-8") as f:
+        row = next((line for line in f if line.startswith("| `http_requests_total`")), "")
+    m = re.search(r"`path` is the route template \(([^)]*)\)", row)
+    if not m:
+        return ["docs/metrics.md: the http_requests_total row no longer says \"`path` is the "
+                "route template (`/a`, `/b`, ...)\""]
+    listed = re.findall(r"`([^`]+)`", m.group(1))
+    wanted = [r.template for r in routes if r.port == "PORT_API" and r.match != "MATCH_NONE"]
+    wanted.append("other")
+    if listed != wanted:
+        return [f"docs/metrics.md: http_requests_total's `path` values are "
+                f"{', '.join(listed)}; server/routes.h's API routes make them "
+                f"{', '.join(wanted)} (in that order)"]
+    return []
+
+
+def examples(routes):
+    """tests/route_examples.py against the table, both ways."""
+    have, want = set(route_examples.EXAMPLES), route_table.endpoints(routes)
+    out = [f"tests/route_examples.py has no example of {m} {t}, a route of server/routes.h: "
+           "add one (a quick request that leaves the loop free)" for m, t in sorted(want - have)]
+    out += [f"tests/route_examples.py has an example of {m} {t}, which server/routes.h does not "
+            "answer: remove it" for m, t in sorted(have - want)]
+    return out
+
+
 def main():
     try:
         routes = route_table.read()
@@ -87,6 +120,7 @@ def main():
         documented = table_rows(page, heading)
         total += len(documented)
         problems += compare(page, heading, documented, routes, port)
+    problems += path_labels(routes) + examples(routes)
     for p in problems:
         print(p)
     print(f"{len(route_table.endpoints(routes))} routes and methods in server/routes.h, "

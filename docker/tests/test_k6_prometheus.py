@@ -47,7 +47,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.dont_write_bytecode = True
 # loadtests/ for its tests package (tests.k6.k6live, which imports loadlib), then docker/ for
-# check.py; loadtests/tests is a package and docker/tests is not, so `tests` stays loadtests'
+# its checks package; loadtests/tests is a package and docker/tests is not, so `tests` stays
+# loadtests'
 sys.path.insert(0, os.path.join(REPO, "loadtests"))
 sys.path.insert(0, os.path.join(REPO, "docker"))
 
@@ -60,7 +61,7 @@ if not shutil.which("prometheus"):
     sys.exit(k6live.SKIP)
 k6live.require_notesd_and_postgres()
 
-import check as static  # noqa: E402  (the dashboards' queries, compose.yaml as Compose reads it)
+from checks import files, metrics  # noqa: E402  (the dashboards' queries, compose.yaml as Compose reads it)
 
 DASHBOARDS = os.path.join(REPO, "docker", "grafana", "provisioning", "dashboards", "definitions")
 TESTID = f"k6-prometheus-{os.getpid()}"
@@ -74,11 +75,11 @@ START_TIMEOUT_S = 30
 
 def compose_k6():
     """compose.yaml's k6 service with its variables at their defaults."""
-    return static.compose(static.HERE / "compose.yaml")["services"]["k6"]
+    return files.compose(files.HERE / "compose.yaml")["services"]["k6"]
 
 
 def compose_prometheus_flags():
-    command = static.compose(static.HERE / "compose.yaml")["services"]["prometheus"]["command"]
+    command = files.compose(files.HERE / "compose.yaml")["services"]["prometheus"]["command"]
     return [c for c in command if not c.startswith(("--config.file=", "--storage.tsdb.path="))]
 
 
@@ -156,7 +157,7 @@ class K6Prometheus(unittest.TestCase):
         inside = command[-1]
         for target, source in mounts.items():
             if inside.startswith(target + "/"):
-                local = os.path.normpath(os.path.join(static.HERE, source) + inside[len(target):])
+                local = os.path.normpath(os.path.join(files.HERE, source) + inside[len(target):])
                 break
         else:
             raise AssertionError(f"{inside} is in no mounted directory of the k6 service")
@@ -207,8 +208,8 @@ class K6Prometheus(unittest.TestCase):
         for name in sorted(os.listdir(DASHBOARDS)):
             with open(os.path.join(DASHBOARDS, name)) as f:
                 dash = json.load(f)
-            for where, expr in static.dashboard_queries(dash):
-                if any(n.startswith("k6_") for n in static.metric_names(expr)):
+            for where, expr in files.dashboard_queries(dash):
+                if any(n.startswith("k6_") for n in metrics.metric_names(expr)):
                     out.append((f"{name} {where}", expr))
         return out
 

@@ -7,8 +7,9 @@ Renders every overlay with `kubectl kustomize DIR` and no flags, with kustomize'
 default load restrictor, as `kubectl apply -k` and GitOps tools (Argo CD, Flux)
 build them, and checks the objects:
 
-  - the overlays' copies of sql/ and loadtests/k6/ (docker/kubernetes/sync.py
-    --check) are byte-identical to the originals, none missing or left over;
+  - nothing under docker/kubernetes/ is a copy of a file of sql/ or loadtests/:
+    the overlays take the SQL and the k6 scripts from the kustomizations
+    beside them (sql/kustomization.yaml, loadtests/kustomization.yaml), as bases;
 
   - each overlay has the kinds it promises, every object a name, the namespace
     notesd, and every image a pinned tag (no :latest);
@@ -22,8 +23,9 @@ build them, and checks the objects:
   - the Service, PodDisruptionBudget, HorizontalPodAutoscaler and PodMonitors
     select the pods and ports that exist; Prometheus scrapes every second,
     selects the monitors and accepts remote write;
-  - PostgreSQL: the StatefulSet's init scripts and the CloudNativePG SQL are
-    byte-identical to sql/, health checks over TCP, pg_stat_statements on;
+  - PostgreSQL: the StatefulSet's init scripts (in the order the image runs
+    them) and the CloudNativePG SQL are byte-identical to sql/, health checks
+    over TCP, pg_stat_statements on;
   - the k6 TestRun (k6.io/v1alpha1): parallelism, the script mounted where
     localFile points, the ConfigMap byte-identical to loadtests/k6/ (every
     script and lib/) and loadtests/mixes.json, every key mounted, remote write
@@ -182,12 +184,40 @@ def labels_match(selector, labels):
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
+def sql_file(key):
+    """The file of sql/ a ConfigMap key holds: 01-schema.sql -> schema.sql."""
+    return re.sub(r"^\d+-", "", key)
+
+
 def file_bytes(*parts):
     with open(os.path.join(REPO, *parts), "rb") as f:
         return f.read()
 
 
 # ---------------------------------------------------------------- checks
+
+def check_no_copies():
+    """Files under docker/kubernetes/ with the bytes of a file of sql/ or loadtests/
+    (the k6 scripts, their lib/, mixes.json): the overlays use the kustomizations
+    beside those files as bases, and hold no copies of their own."""
+    originals = {}
+    for top in ("sql", "loadtests"):
+        for root, dirs, files in os.walk(os.path.join(REPO, top)):
+            dirs[:] = [d for d in dirs if d not in ("node_modules", "results")]
+            for name in files:
+                if name.endswith((".sql", ".js", ".json")):
+                    path = os.path.join(root, name)
+                    originals.setdefault(file_bytes(path), os.path.relpath(path, REPO))
+    problems = []
+    for root, _, files in os.walk(K8S):
+        for name in files:
+            path = os.path.join(root, name)
+            original = originals.get(file_bytes(path))
+            if original:
+                problems.append(f"{os.path.relpath(path, REPO)} is a copy of {original}; "
+                                f"use the kustomization beside the original as a base")
+    return problems
+
 
 def check_common(rel, text, objs):
     problems = []
@@ -333,12 +363,14 @@ def check_statefulset(objs):
     vols = {v["name"]: v for v in spec["volumes"]}
     cm_name = vols[mounts["/docker-entrypoint-initdb.d"]]["configMap"]["name"]
     cm = one(objs, "ConfigMap", cm_name)
-    want = {"01-schema.sql": "schema.sql", "02-seed.sql": "seed.sql", "03-pg_stat_statements.sql": "pg_stat_statements.sql"}
-    if set(cm["data"]) != set(want):
-        problems.append(f"init scripts are {sorted(cm['data'])}, expected {sorted(want)}")
-    for key, src in want.items():
-        if cm["data"].get(key, "").encode() != file_bytes("sql", src):
-            problems.append(f"ConfigMap {cm_name} {key} differs from sql/{src}")
+    # The image runs the scripts in the order of their names: schema, seed, extension.
+    want = ["schema.sql", "seed.sql", "pg_stat_statements.sql"]
+    got = [sql_file(key) for key in sorted(cm["data"])]
+    if got != want:
+        problems.append(f"init scripts {sorted(cm['data'])} run {got}, expected {want} in that order")
+    for key in cm["data"]:
+        if cm["data"][key].encode() != file_bytes("sql", sql_file(key)):
+            problems.append(f"ConfigMap {cm_name} {key} differs from sql/{sql_file(key)}")
     svc = one(objs, "Service", "notes-db")
     url = next(s for s in find(objs, "Secret"))["data"]["url"]
     import base64
@@ -357,15 +389,22 @@ def check_cloudnativepg(objs):
         problems.append("Cluster must bootstrap the database notes with at least one instance")
     if not any(k.startswith("pg_stat_statements.") for k in cl["postgresql"]["parameters"]):
         problems.append("Cluster must set a pg_stat_statements.* parameter (the operator then preloads it)")
-    for ref in init["postInitApplicationSQLRefs"]["configMapRefs"]:
+    refs = init["postInitApplicationSQLRefs"]["configMapRefs"]
+    if [sql_file(ref["key"]) for ref in refs] != ["schema.sql"]:
+        problems.append(f"the Cluster's bootstrap runs {[ref['key'] for ref in refs]}, expected sql/schema.sql")
+    for ref in refs:
         cm = one(objs, "ConfigMap", ref["name"])
-        if cm["data"].get(ref["key"], "").encode() != file_bytes("sql", ref["key"]):
-            problems.append(f"ConfigMap {ref['name']} {ref['key']} differs from sql/{ref['key']}")
+        if cm["data"].get(ref["key"], "").encode() != file_bytes("sql", sql_file(ref["key"])):
+            problems.append(f"ConfigMap {ref['name']} {ref['key']} differs from sql/{sql_file(ref['key'])}")
     job = one(objs, "Job", "notes-seed")["spec"]["template"]["spec"]
     vols = {v["name"]: v for v in job["volumes"]}
+    mount = next(m["mountPath"] for m in job["containers"][0]["volumeMounts"] if m["name"] == "sql")
     cm = one(objs, "ConfigMap", vols["sql"]["configMap"]["name"])
-    if cm["data"].get("seed.sql", "").encode() != file_bytes("sql", "seed.sql"):
-        problems.append("the seed Job's seed.sql differs from sql/seed.sql")
+    script = re.search(r"-f " + re.escape(mount.rstrip("/")) + r"/(\S+)", job["containers"][0]["command"][-1])
+    if not script or sql_file(script.group(1)) != "seed.sql":
+        problems.append("the seed Job does not run the ConfigMap's copy of sql/seed.sql")
+    elif cm["data"].get(script.group(1), "").encode() != file_bytes("sql", "seed.sql"):
+        problems.append(f"the seed Job's {script.group(1)} differs from sql/seed.sql")
     return problems
 
 
@@ -440,10 +479,7 @@ def main():
     print(f"kubectl {exe}, kustomize {kv}")
     defaults, metrics_doc = documented()
     c = Checks()
-    sync = subprocess.run([sys.executable, os.path.join(K8S, "sync.py"), "--check"],
-                          capture_output=True, text=True)
-    c.run("the overlays' copies of sql/ and loadtests/k6/ (sync.py --check)",
-          [] if sync.returncode == 0 else sync.stdout.strip().splitlines())
+    c.run("no copies of sql/ or loadtests/ under docker/kubernetes/", check_no_copies())
     rendered = {}
     for rel in EXPECTED_KINDS:
         try:

@@ -256,14 +256,14 @@ def check_dashboards(c, prom):
     those about notesd and postgres_exporter return series. Queries of other
     sources (k6, the peer's own names) need only be accepted."""
     sys.path.insert(0, os.path.join(REPO, "docker"))
-    import check as static  # the dashboards' query list and the name extractor
-    ours = static.allowed_metric_names() - static.k6_metric_names() - static.PEER_METRICS
+    from checks import files, metrics  # the dashboards' query list and the name extractor
+    ours = metrics.allowed_metric_names() - metrics.k6_metric_names() - metrics.PEER_METRICS
     defs = os.path.join(REPO, "docker", "grafana", "provisioning", "dashboards", "definitions")
     for fname in ("notesd-app.json", "postgres.json"):
         with open(os.path.join(defs, fname)) as f:
             dash = json.load(f)
         ran, empty, bad = 0, [], []
-        for where, expr in static.dashboard_queries(dash):
+        for where, expr in files.dashboard_queries(dash):
             if where.startswith("variable"):
                 continue
             q = (expr.replace("$__rate_interval", "10s").replace('"$job"', '"notesd"')
@@ -274,7 +274,7 @@ def check_dashboards(c, prom):
                 bad.append(f"{where}: {e}")
                 continue
             ran += 1
-            names = static.metric_names(expr)
+            names = metrics.metric_names(expr)
             title = where.split("'")[1] if "'" in where else where
             if names <= ours and not result and title not in MAY_BE_EMPTY:
                 empty.append(where)

@@ -17,6 +17,7 @@
 
 Exit status: 0 passed, 1 failed, 77 (skip) without systemd-analyze or man.
 """
+import gzip
 import os
 import re
 import shutil
@@ -33,7 +34,7 @@ FILES = ["bin/notesd", "share/man/man8/notesd.8.gz", "lib/systemd/system/notesd.
          "share/doc/notesd/copyright", "share/doc/notesd/changelog.Debian.gz",
          "share/doc/notesd/install.md.gz", "share/doc/notesd/configuration.md.gz",
          "share/doc/notesd/api.md.gz", "share/doc/notesd/metrics.md.gz",
-         "share/doc/notesd/decisions.md.gz"]
+         "share/doc/notesd/decisions.md.gz", "share/doc/notesd/journal.md.gz"]
 
 
 def unit_value(unit, key):
@@ -52,6 +53,17 @@ def main():
         lib.run(["cmake", "--install", BUILD, "--prefix", prefix])
         missing = [f for f in FILES if not os.path.isfile(os.path.join(prefix, f))]
         c.check("every file under --prefix", not missing, f"missing: {missing}")
+        docdir = os.path.join(prefix, "share/doc/notesd")
+        shipped = {n[:-6] for n in os.listdir(docdir) if n.endswith(".md.gz")}
+        linked = set()
+        for page in shipped:
+            with gzip.open(os.path.join(docdir, page + ".md.gz"), "rt") as f:
+                linked |= set(re.findall(r"\]\(([a-z-]+\.md)(?:#[^)]*)?\)", f.read()))
+        man = gzip.open(os.path.join(prefix, "share/man/man8/notesd.8.gz"), "rt").read()
+        linked |= set(re.findall(r"\b([a-z-]+\.md)\b", man))
+        unshipped = sorted(p for p in linked if p[:-3] not in shipped)
+        c.check("every page the shipped pages and the man page name is shipped", not unshipped,
+                unshipped)
         settings = os.path.join(prefix, "etc", "default", "notesd")
         c.check("the settings file in PREFIX/etc/default", os.path.isfile(settings))
 

@@ -10,6 +10,7 @@ escape for UTF-8 text).
 """
 import atexit
 import datetime
+import hashlib
 import http.client
 import json
 import os
@@ -19,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -61,20 +63,45 @@ def admin_dsn(dbname="postgres"):
     return f"host={st['host']} port={st['port']} user=postgres dbname={dbname}"
 
 
+# Every suite runs against the one PostgreSQL of its CTest run, beside the others, so
+# its databases carry its name: two suites that both ask for "api" (test_api.py alone
+# and through Prism) never drop each other's. NOTESD_SUITE is the CTest test's name
+# (tests/CMakeLists.txt sets it for every test); run by hand, the script's own name.
+SUITE = re.sub(r"\W", "_", os.environ.get("NOTESD_SUITE")
+               or os.path.splitext(os.path.basename(sys.argv[0]))[0] or "notesd")
+_databases = {}  # the names create_database was given -> the databases it made
+
+
+def database_name(name):
+    """The database create_database(name) makes: the suite's name, then `name`. Past
+    PostgreSQL's 63 bytes the end is a hash, where the server would cut two long names
+    to one."""
+    full = f"{SUITE}__{name}"
+    if len(full.encode()) > 63:
+        digest = hashlib.sha1(full.encode()).hexdigest()[:12]
+        full = f"{full.encode()[:50].decode(errors='ignore')}_{digest}"
+    return full
+
+
 def create_database(name):
-    """Copies notes_template into a fresh database `name`; returns its URI."""
+    """Copies notes_template into a fresh database of this suite's, `name`
+    (database_name); returns its URI. db_connect(name) connects to it."""
+    full = _databases[name] = database_name(name)
     conn = psycopg2.connect(admin_dsn())
     conn.autocommit = True
     with conn.cursor() as cur:
-        cur.execute(f'drop database if exists "{name}" with (force)')
-        cur.execute(f'create database "{name}" template notes_template')
+        # a leftover of this suite's own last run, never another suite's database
+        cur.execute(f'drop database if exists "{full}" with (force)')
+        cur.execute(f'create database "{full}" template notes_template')
     conn.close()
     st = pg_state()
-    return f"postgresql://postgres@{st['host']}:{st['port']}/{name}"
+    return f"postgresql://postgres@{st['host']}:{st['port']}/{full}"
 
 
 def db_connect(name):
-    conn = psycopg2.connect(admin_dsn(name))
+    """A connection as postgres to `name`: a database create_database made under that
+    name, or any other by its own name (postgres, or one read from a URI)."""
+    conn = psycopg2.connect(admin_dsn(_databases.get(name, name)))
     conn.autocommit = True
     return conn
 
@@ -164,8 +191,15 @@ class Notesd:
         self.proc = subprocess.Popen([*wrapper, BIN, *args], env=full_env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
         _started.append(self.proc)
-        self._early = b""  # output read while waiting for the start-up line
+        self._early = b""  # what notesd printed up to its start-up line
+        self._output = []  # that, then each chunk as the drainer reads it
         self.port, self.tls_port, self.metrics_port = self._read_ports(ready_timeout)
+        # Read the rest as it comes: a notesd whose output nobody reads blocks in its log
+        # writes once the pipe's 64 KiB are full, and a busy machine, which makes a test
+        # run longer, then makes a chatty server (LOG_LEVEL=debug) stop answering.
+        self._output.append(self._early)
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
         if port is not None:
             self.port = port
         poll(self._ready, timeout=ready_timeout, what="notesd to answer /status")
@@ -186,6 +220,9 @@ class Notesd:
         def answers():
             if self.front.poll() is not None:
                 raise AssertionError(f"the proxy exited with {self.front.returncode}")
+            if self.proc.poll() is not None:
+                raise AssertionError(f"notesd exited with {self.proc.returncode} behind the proxy: "
+                                     f"{self.read_output()}")
             try:
                 return request(port, "GET", "/status")[0] == 200
             except OSError:
@@ -223,9 +260,23 @@ class Notesd:
         except OSError:
             return False
 
+    def _drain(self):
+        fd = self.proc.stdout.fileno()
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            self._output.append(chunk)  # one writer; readers join a copy of the list
+
+    def output_so_far(self):
+        """What notesd has printed until now, while it runs."""
+        return b"".join(list(self._output) or [self._early]).decode(errors="replace")
+
     def read_output(self):
         """Everything notesd printed, once it has exited."""
-        return self._early.decode(errors="replace") + self.proc.stdout.read()
+        if getattr(self, "_drainer", None) is not None:
+            self._drainer.join(30)
+        return self.output_so_far()
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
         if self.front is not None and self.front.poll() is None:

@@ -51,6 +51,9 @@ def free_port():
 
 
 def start(state_path, template=True):
+    # A cluster this state file still names is this build's own, left running: by a run
+    # that stopped before pg_stop, or by `ctest --repeat`, which repeats pg_start too.
+    stop(state_path)
     bindir = pg_bindir()
     if not os.path.exists(os.path.join(bindir, "initdb")):
         # Debian's pg_config may come from the client package only.

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import tempfile
 import threading
 import time
@@ -128,15 +129,19 @@ class NotesApiTest(unittest.TestCase):
         before = table_state(self.db)
         note = {"title": "Hello \"world\" \\ /", "body": "line1\nline2\ttab\u0001é€😀\u2028",
                 "tag": "js"}
+        sent = datetime.datetime.utcnow()
         status, headers, body = request(self.port, "POST", "/notes", body=note)
+        answered = datetime.datetime.utcnow()
         self.assertEqual(status, 201, body)
         self.assertEqual(headers["content-type"], JSON_CT)
         obj = json.loads(body)
         self.assertEqual({k: obj[k] for k in ("title", "body", "tag")}, note)
         self.assertEqual(body, expected_note(self.db, int(obj["id"])))
         self.assertEqual(table_state(self.db)[0], before[0] + 1)
+        # now() of the insert's transaction, cut to the millisecond: between the two readings
         created = datetime.datetime.strptime(obj["created_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
-        self.assertLess(abs((datetime.datetime.utcnow() - created).total_seconds()), 60)
+        self.assertGreaterEqual(created, sent.replace(microsecond=sent.microsecond // 1000 * 1000))
+        self.assertLessEqual(created, answered)
 
     def test_post_ignores_extra_fields(self):
         status, _, body = request(self.port, "POST", "/notes",
@@ -178,7 +183,9 @@ class NotesApiTest(unittest.TestCase):
     def test_json_is_a_note_shaped_object(self):
         ids = set()
         for _ in range(50):
+            sent = datetime.datetime.utcnow()
             status, headers, body = self.get("/json")
+            answered = datetime.datetime.utcnow()
             self.assertEqual(status, 200)
             self.assertEqual(headers["content-type"], JSON_CT)
             obj = json.loads(body)
@@ -189,9 +196,10 @@ class NotesApiTest(unittest.TestCase):
             self.assertEqual(obj["title"], f"Note {obj['id']} about {obj['tag']}")
             self.assertEqual(obj["body"], SEED_BODY)
             self.assertEqual(body, js_json(obj))
-            now = datetime.datetime.utcnow()
+            # the server's clock while it answered, cut to the millisecond
             created = datetime.datetime.strptime(obj["created_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
-            self.assertLess(abs((now - created).total_seconds()), 5)
+            self.assertGreaterEqual(created, sent.replace(microsecond=sent.microsecond // 1000 * 1000))
+            self.assertLessEqual(created, answered)
             ids.add(obj["id"])
         self.assertGreater(len(ids), 40, "ids should be random")
 
@@ -305,10 +313,24 @@ class KnownLatencyAndTimingTest(unittest.TestCase):
 
     @direct_only("times the answers, and the proxy adds time of its own")
     def test_jitter_is_uniform_around_the_delay(self):
-        took = sorted(self.timed("/delay/60?jitter=40")[1] for _ in range(40))
-        self.assertGreaterEqual(took[0], 0.020)
-        self.assertLess(took[-1], 0.100 + 0.05 + slack(self.port))
-        self.assertGreater(took[-1] - took[0], 0.030, "jitter should spread the answers")
+        """/delay/60?jitter=40 draws from [20, 100] ms. Against plain /delay/60, timed in
+        turn with it on the same machine, about half of the jittered answers come before
+        the fastest plain one and half after the plain ones' median. No answer may come
+        before 20 ms; how late one may come is not asserted: a busy machine makes every
+        answer late, the plain ones with them."""
+        plain, jittered = [], []
+        for _ in range(40):
+            plain.append(self.timed("/delay/60")[1])
+            jittered.append(self.timed("/delay/60?jitter=40")[1])
+        earlier = sum(t < min(plain) for t in jittered)
+        later = sum(t > statistics.median(plain) for t in jittered)
+        print(f"\n  jitter 40 ms around 60 ms: {earlier} of 40 before the fastest plain answer "
+              f"({min(plain) * 1000:.1f} ms), {later} after the plain median "
+              f"({statistics.median(plain) * 1000:.1f} ms)", flush=True)
+        self.assertGreaterEqual(min(jittered), 0.020)
+        # about 20 each: fewer than 4 of 40 where half the draws land is rarer than 1 in 10^6
+        self.assertGreaterEqual(earlier, 4, "jitter should answer some before the delay")
+        self.assertGreaterEqual(later, 4, "jitter should answer some after the delay")
 
     def test_delay_rejects_bad_values(self):
         for path in ("/delay/abc", "/delay/60001", "/delay/-1", "/delay/1?jitter=x",

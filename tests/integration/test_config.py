@@ -79,6 +79,12 @@ class ConfigTest(unittest.TestCase):
             ([], {"DB_URL": ""}, "DB_URL is not set"),
             (["--db-url", "postgresql://[::1"], {}, "DB_URL is not a valid connection string"),
             (["--db-url", "postgresql://u@no-such-host.invalid/db"], {}, "cannot resolve"),
+            # a number is its digits: strtol's leading spaces and '+' are not
+            ([], {"JOURNAL": " 5"}, "JOURNAL: ' 5' is not an integer"),
+            ([], {"JOURNAL": "+5"}, "JOURNAL: '+5' is not an integer"),
+            # rings of 100 GB are a mistake, said before they are allocated
+            (["--journal", "10000000", "--threads", "64", "--pool-max", "64"], {},
+             "more than half this machine's"),
         ]
         for args, env, words in cases:
             with self.subTest(args=args, env=env):

@@ -11,6 +11,9 @@ import socket
 import zlib
 
 import brotli  # Debian's python3-brotli
+import h2.config  # Debian's python3-h2
+import h2.connection
+import h2.events
 
 from notes_testlib import (ServerTestCase, table_state, expected_list, expected_note, main,
                            request)
@@ -168,6 +171,48 @@ class RoutingTest(ServerTestCase):
                 self.assertEqual((status, body), (404, b'{"error":"not found"}'))
                 self.assertEqual(headers["content-type"], JSON_CT)
         self.assertEqual(request(self.server.metrics_port, "GET", "/Healthz/")[0], 200)
+
+
+def h2_statuses(port, header_sets):
+    """One HTTP/2 connection, a GET /json stream per set of extra headers (sent as they
+    are, unchecked, with HPACK's incremental indexing); the statuses, in order."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    c = h2.connection.H2Connection(h2.config.H2Configuration(
+        client_side=True, header_encoding=None, validate_outbound_headers=False,
+        normalize_outbound_headers=False))
+    c.initiate_connection()
+    ids = []
+    for extra in header_sets:
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, [(b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"x"),
+                             (b":path", b"/json"), *extra], end_stream=True)
+        ids.append(sid)
+    s.sendall(c.data_to_send())
+    statuses, ended = {}, set()
+    while len(ended) < len(ids):
+        data = s.recv(65536)
+        if not data:
+            break
+        for event in c.receive_data(data):
+            if isinstance(event, h2.events.ResponseReceived):
+                statuses[event.stream_id] = int(dict(event.headers)[b":status"])
+            elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
+                ended.add(event.stream_id)
+        s.sendall(c.data_to_send())
+    s.close()
+    return [statuses.get(sid) for sid in ids]
+
+
+class HpackTest(ServerTestCase):
+    """libh2o 2.2.5's HPACK decoder and a refused header value (docs/decisions.md,
+    "libh2o 2.2.5"): pinned, so a change of library shows."""
+    database = "edges_hpack"
+    args = ("--h2c",)
+
+    def test_a_refused_value_spoils_later_streams_that_refer_to_it(self):
+        bad, good = [(b"x-request-id", b"a\x01b")], [(b"x-request-id", b"fine")]
+        self.assertEqual(h2_statuses(self.port, [bad, good, []]), [400, 400, 200])
+        self.assertEqual(h2_statuses(self.port, [good, good, []]), [200, 200, 200])
 
 
 class BodyTest(ServerTestCase):

@@ -168,14 +168,7 @@ class TraceparentTest(ServerTestCase):
         lines = []
 
         def seen():
-            import select
-            fd = self.server.proc.stdout.fileno()
-            while select.select([fd], [], [], 0.1)[0]:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                self.server._early += chunk
-            text = self.server._early.decode(errors="replace")
+            text = self.server.output_so_far()
             lines[:] = [l for l in text.splitlines() if " debug GET /status" in l]
             return len(lines) >= 2
         poll(seen, timeout=5, what="the debug lines")

@@ -280,6 +280,7 @@ class FixtureTest(ServerTestCase):
 
     @direct_only("times the bytes as they arrive; a proxy reads the whole body first")
     def test_drip_sends_the_first_byte_early_and_the_last_at_the_duration(self):
+        allowance = slack(self.port)
         with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
             t0 = time.monotonic()
             s.sendall(b"GET /drip?bytes=20&duration_ms=1000 HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -297,16 +298,17 @@ class FixtureTest(ServerTestCase):
         self.assertIn(b"Content-Length: 20\r\n", head)
         self.assertEqual(body, pattern(20))
         print(f"drip: first byte after {first * 1000:.1f} ms, last after {last * 1000:.1f} ms")
-        self.assertLess(first, 0.3)
+        self.assertLess(first, 0.3 + allowance)
         self.assertGreaterEqual(last, 0.99)
-        self.assertLess(last, 3.0)
+        self.assertLess(last, 3.0 + allowance)
 
     @direct_only("Prism 5.14 reads a body as UTF-8 text and sends it on re-encoded")
     def test_drip_defaults_and_limits(self):
+        allowance = slack(self.port)
         t0 = time.monotonic()
         code, headers, body = self.get("/drip?duration_ms=0&bytes=100000")
         self.assertEqual((code, body), (200, pattern(100000)))
-        self.assertLess(time.monotonic() - t0, 5)
+        self.assertLess(time.monotonic() - t0, 5 + allowance)
         for path, knob in [("/drip?bytes=0", "bytes"), ("/drip?bytes=10485761", "bytes"),
                            ("/drip?duration_ms=60001", "duration_ms"),
                            ("/drip?duration_ms=x", "duration_ms")]:
@@ -450,6 +452,22 @@ class Http2Test(unittest.TestCase):
                                  {"http/1.1": "1.1", "h2c prior knowledge": "2",
                                   "h2 over TLS": "2", "http/1.1 over TLS": "1.1"})
                 self.assertEqual(len({(v[1], v[2]) for v in seen.values()}), 1, seen)
+
+    def test_tls_1_2_offers_forward_secrecy_only(self):
+        """TLS 1.0 and 1.1 are refused, and so are TLS 1.2's static-RSA and CBC suites
+        (AES128-SHA once completed a handshake); an ECDHE suite with AES-GCM is taken."""
+        def handshake(*args):
+            res = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{self.tls_port}",
+                                  *args], input=b"", capture_output=True, timeout=60)
+            m = re.search(rb"Cipher is (\S+)", res.stdout)
+            return m.group(1).decode() if m and m.group(1) != b"(NONE)" else None
+        for cipher in ("AES128-SHA", "AES256-SHA", "AES128-GCM-SHA256", "ECDHE-RSA-AES128-SHA"):
+            with self.subTest(cipher=cipher):
+                self.assertIsNone(handshake("-tls1_2", "-cipher", cipher))
+        self.assertEqual(handshake("-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"),
+                         "ECDHE-RSA-AES128-GCM-SHA256")
+        self.assertIsNone(handshake("-tls1_1"))
+        self.assertIsNotNone(handshake("-tls1_3"))
 
     def test_writes_over_every_protocol(self):
         """PUT answers the same row whatever the protocol; POST's rows differ only

@@ -38,6 +38,11 @@ class MetricsTest(ServerTestCase):
     # The busy-loop test blocks the loop with /primes?below=2000000, above the default PRIMES_MAX.
     env = {"POOL_MAX": "2", "LAG_INTERVAL_MS": "100", "PRIMES_MAX": "10000000"}
 
+    @classmethod
+    def setUpClass(cls):
+        cls.launched = time.time()  # process_start_time_seconds is no earlier
+        super().setUpClass()
+
     def scrape(self):
         return parse(self.server.metrics())
 
@@ -146,6 +151,25 @@ class MetricsTest(ServerTestCase):
         poll(lambda: value(self.scrape(), "notes_eventloop_lag_max_seconds") < 0.05,
              what="a quiet lag window")
 
+    def test_two_readers_do_not_take_each_other_s_lag_samples(self):
+        """The window gauges cover the samples since *this reader's* previous scrape: the
+        status page polling once a second once emptied Prometheus's window."""
+        def lag_max(agent):
+            status, _, body = request(self.server.metrics_port, "GET", "/metrics",
+                                      headers={"User-Agent": agent})
+            self.assertEqual(status, 200)
+            return value(parse(body.decode()), "notes_eventloop_lag_max_seconds")
+        for agent in ("Prometheus/2.42.0", "status-page"):
+            lag_max(agent)  # each starts a window of its own
+        start = time.monotonic()
+        self.assertEqual(request(self.port, "GET", "/primes?below=2000000")[0], 200)
+        took = time.monotonic() - start
+        self.assertGreater(took, 0.15, "the primes request should take a while")
+        first, second = lag_max("status-page"), lag_max("Prometheus/2.42.0")
+        self.assertGreaterEqual(first, took - 0.1 - 0.05)
+        self.assertEqual(second, first, "the second reader saw the same samples")
+        poll(lambda: lag_max("status-page") < 0.05, what="a quiet window for the first")
+
     def test_process_figures_are_plausible(self):
         s = self.scrape()
         rss = value(s, "process_resident_memory_bytes")
@@ -157,7 +181,10 @@ class MetricsTest(ServerTestCase):
         self.assertGreater(value(s, "process_open_fds"), 3)
         self.assertGreater(value(s, "process_max_fds"), value(s, "process_open_fds"))
         self.assertEqual(value(s, "process_threads"), 1)
-        self.assertLess(abs(value(s, "process_start_time_seconds") - time.time()), 3600)
+        # the wall clock at start-up, to the millisecond: after the launch, before now
+        started = value(s, "process_start_time_seconds")
+        self.assertGreaterEqual(started, self.launched - 0.001)
+        self.assertLessEqual(started, time.time() + 0.001)
         build = [k for k in s if k[0] == "notes_build_info"]
         self.assertEqual(len(build), 1)
         labels = dict(build[0][1])

@@ -33,10 +33,10 @@ def lock_row(dbname, note_id):
     return locker
 
 
-def notesd_backends(db, dbname):
+def notesd_backends(db):
     with db.cursor() as cur:
         cur.execute("select pid, wait_event_type from pg_stat_activity "
-                    "where application_name = 'notesd' and datname = %s", (dbname,))
+                    "where application_name = 'notesd' and datname = current_database()")
         return dict(cur.fetchall())
 
 
@@ -113,7 +113,7 @@ class PipelineCase(unittest.TestCase):
                f"{value(m, 'notes_db_pool_waiting_requests'):.0f} waiting")
         self.assertEqual(value(m, "notes_db_pool_connections"), 1)
         self.assertEqual(value(m, "notes_db_pool_waiting_requests"), 0)
-        self.assertEqual(len(notesd_backends(self.db, self.dbname)), 1)
+        self.assertEqual(len(notesd_backends(self.db)), 1)
         return head, rest
 
     def release(self):
@@ -271,7 +271,7 @@ class PipelineDeadlineTest(PipelineCase):
     def test_a_frozen_backend_answers_every_query_in_flight_once(self):
         calls = [("GET", f"/notes/{n}", None) for n in range(700, 706)]
         self.assertEqual(request(self.port, "GET", "/notes/1")[0], 200)
-        pid = list(notesd_backends(self.db, self.dbname))[0]
+        pid = list(notesd_backends(self.db))[0]
         os.kill(pid, signal.SIGSTOP)  # as root: the backend runs as postgres
         try:
             start = time.monotonic()
@@ -307,7 +307,7 @@ class PipelineOutageTest(PipelineCase):
     def test_a_terminated_backend_answers_every_query_in_flight_once(self):
         calls = [("GET", f"/notes/{n}", None) for n in range(800, 808)]
         head, rest = self.fill_pipeline(95, calls)
-        pid = list(notesd_backends(self.db, self.dbname))[0]
+        pid = list(notesd_backends(self.db))[0]
         with self.db.cursor() as cur:
             cur.execute("select pg_terminate_backend(%s)", (pid,))
         answers = [head.answer()] + [c.answer() for c in rest]
@@ -349,7 +349,7 @@ class PipelineShutdownTest(PipelineCase):
             n = int(path.rsplit("/", 1)[1])
             self.assertEqual(body, expected_note(self.db, n))
         self.assertEqual(self.server.proc.wait(30), 0)
-        connected = re.findall(r"pg#\d+ connecting: connected", self.server.proc.stdout.read())
+        connected = re.findall(r"pg#\d+ connecting: connected", self.server.read_output())
         self.assertLessEqual(len(connected), 1)
 
 
@@ -366,7 +366,7 @@ class PreparedPipelineTest(unittest.TestCase):
                 self.assertEqual(c.answer()[:3:2], (200, expected_note(db, n)))
             with db.cursor() as cur:
                 cur.execute("select count(*) from pg_stat_activity where application_name = "
-                            "'notesd' and datname = 'pipeline_prepared'")
+                            "'notesd' and datname = current_database()")
                 self.assertEqual(cur.fetchone()[0], 1)
         finally:
             code = server.stop()

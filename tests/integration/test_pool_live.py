@@ -16,8 +16,8 @@ import threading
 import time
 import unittest
 
-from notes_testlib import (Notesd, create_database, db_connect, expected_list, expected_note,
-                           free_port, main, poll, request, slack, SANITIZED)
+from notes_testlib import (Notesd, create_database, database_name, db_connect, expected_list,
+                           expected_note, free_port, main, poll, request, slack, SANITIZED)
 from test_metrics import parse, value
 
 NOTE = {"title": "café ☕ \"quoted\"", "body": "line\nbreak ü", "tag": "perf"}
@@ -30,11 +30,11 @@ def figure(text):
     print(f"  figure: {text}", flush=True)
 
 
-def notesd_backends(db, dbname):
-    """{pid: (state, wait_event_type, query)} of notesd's sessions on `dbname`."""
+def notesd_backends(db):
+    """{pid: (state, wait_event_type, query)} of notesd's sessions on db's database."""
     with db.cursor() as cur:
         cur.execute("select pid, state, wait_event_type, query from pg_stat_activity "
-                    "where application_name = 'notesd' and datname = %s", (dbname,))
+                    "where application_name = 'notesd' and datname = current_database()")
         return {r[0]: r[1:] for r in cur.fetchall()}
 
 
@@ -46,8 +46,8 @@ def lock_row(dbname, note_id):
     return locker
 
 
-def waiting_on_lock(db, dbname):
-    return [pid for pid, (_, wait, _) in notesd_backends(db, dbname).items() if wait == "Lock"]
+def waiting_on_lock(db):
+    return [pid for pid, (_, wait, _) in notesd_backends(db).items() if wait == "Lock"]
 
 
 class SessionSettingsTest(unittest.TestCase):
@@ -57,6 +57,7 @@ class SessionSettingsTest(unittest.TestCase):
     def test_hostile_database_defaults_give_the_same_bytes(self):
         url = create_database("poollive_hostile")
         admin = db_connect("poollive_hostile")
+        name = database_name("poollive_hostile")
         with admin.cursor() as cur:
             cur.execute("select pg_encoding_to_char(encoding) from pg_database "
                         "where datname = current_database()")
@@ -64,7 +65,7 @@ class SessionSettingsTest(unittest.TestCase):
             for setting in ("datestyle = 'SQL, DMY'", "timezone = 'America/St_Johns'",
                             "intervalstyle = 'sql_standard'", "extra_float_digits = 0",
                             "statement_timeout = 1", "client_encoding = 'LATIN1'"):
-                cur.execute(f"alter database poollive_hostile set {setting}")
+                cur.execute(f'alter database "{name}" set {setting}')
         figure(f"database encoding {encoding}; defaults: DateStyle 'SQL, DMY', TimeZone "
                "America/St_Johns, IntervalStyle sql_standard, client_encoding LATIN1, "
                "extra_float_digits 0, statement_timeout 1 ms")
@@ -84,7 +85,7 @@ class SessionSettingsTest(unittest.TestCase):
             self.assertEqual((status, body), (200, expected_note(admin, new_id)))
             with admin.cursor() as cur:
                 cur.execute("select count(*) from pg_stat_activity where application_name = "
-                            "'notesd' and datname = 'poollive_hostile'")
+                            "'notesd' and datname = current_database()")
                 self.assertGreater(cur.fetchone()[0], 0)
         finally:
             code = server.stop()
@@ -95,9 +96,10 @@ class SessionSettingsTest(unittest.TestCase):
     def test_prepared_statements_on_the_hostile_database(self):
         url = create_database("poollive_hostile_prep")
         admin = db_connect("poollive_hostile_prep")
+        name = database_name("poollive_hostile_prep")
         with admin.cursor() as cur:
-            cur.execute("alter database poollive_hostile_prep set datestyle = 'German'")
-            cur.execute("alter database poollive_hostile_prep set timezone = 'Asia/Kathmandu'")
+            cur.execute(f"""alter database "{name}" set datestyle = 'German'""")
+            cur.execute(f"""alter database "{name}" set timezone = 'Asia/Kathmandu'""")
         server = Notesd(url, args=("--prepared",))
         try:
             status, _, body = request(server.port, "GET", "/notes/7")
@@ -268,11 +270,12 @@ class ServerMessagesTest(unittest.TestCase):
         admin = db_connect("poollive_messages")
         with admin.cursor() as cur:
             # Makes the server send DEBUG messages to the client on every statement.
-            cur.execute("alter database poollive_messages set client_min_messages = 'debug5'")
+            cur.execute(f"""alter database "{database_name('poollive_messages')}" """
+                        "set client_min_messages = 'debug5'")
         server = Notesd(url, env={"LOG_LEVEL": "debug", "POOL_MAX": "1"})
         try:
             self.assertEqual(request(server.port, "GET", "/notes/5")[0], 200)
-            pid = poll(lambda: list(notesd_backends(admin, "poollive_messages")), what="a backend")[0]
+            pid = poll(lambda: list(notesd_backends(admin)), what="a backend")[0]
             with admin.cursor() as cur:
                 cur.execute("select pg_terminate_backend(%s)", (pid,))
             poll(lambda: value(parse(server.metrics()), "notes_db_connection_errors_total") == 1,
@@ -314,7 +317,7 @@ class ServerMessagesTest(unittest.TestCase):
             t = threading.Thread(target=lambda: out.append(request(
                 server.port, "PUT", "/notes/71", body=NOTE)))
             t.start()
-            pid = poll(lambda: waiting_on_lock(admin, dbname), what="the blocked PUT")[0]
+            pid = poll(lambda: waiting_on_lock(admin), what="the blocked PUT")[0]
             with admin.cursor() as cur:
                 cur.execute("select pg_terminate_backend(%s)", (pid,))
             t.join(30)
@@ -352,7 +355,7 @@ class PoolBehaviourTest(unittest.TestCase):
         self.db.close()
 
     def backends(self):
-        return notesd_backends(self.db, self.dbname)
+        return notesd_backends(self.db)
 
     def test_idle_connections_close_after_the_idle_timeout(self):
         server = Notesd(self.db_url, env={"POOL_MAX": "4", "POOL_IDLE_TIMEOUT_MS": "700"})
@@ -362,7 +365,7 @@ class PoolBehaviourTest(unittest.TestCase):
                                         kwargs={"body": NOTE}) for _ in range(4)]
             for t in threads:
                 t.start()
-            poll(lambda: len(waiting_on_lock(self.db, self.dbname)) == 4, what="4 busy connections")
+            poll(lambda: len(waiting_on_lock(self.db)) == 4, what="4 busy connections")
             locker.rollback()
             locker.close()
             for t in threads:
@@ -421,7 +424,7 @@ class PoolBehaviourTest(unittest.TestCase):
             blocker = threading.Thread(target=request, args=(server.port, "PUT", "/notes/41"),
                                        kwargs={"body": NOTE})
             blocker.start()
-            poll(lambda: len(waiting_on_lock(self.db, self.dbname)) == 1, what="the blocked PUT")
+            poll(lambda: len(waiting_on_lock(self.db)) == 1, what="the blocked PUT")
             results = {}
             threads = []
             for k in range(6):
@@ -450,7 +453,7 @@ class PoolBehaviourTest(unittest.TestCase):
             blocker = threading.Thread(target=request, args=(server.port, "PUT", "/notes/51"),
                                        kwargs={"body": NOTE})
             blocker.start()
-            first = poll(lambda: waiting_on_lock(self.db, self.dbname), what="the blocked PUT")[0]
+            first = poll(lambda: waiting_on_lock(self.db), what="the blocked PUT")[0]
             # A second connection opens for this GET and goes idle first.
             self.assertEqual(request(server.port, "GET", "/notes/52")[0], 200)
             second = [p for p in self.backends() if p != first][0]
@@ -475,7 +478,7 @@ class PoolBehaviourTest(unittest.TestCase):
             t = threading.Thread(target=lambda: out.append(request(
                 server.port, "PUT", "/notes/61", body=NOTE)))
             t.start()
-            pid = poll(lambda: waiting_on_lock(self.db, self.dbname), what="the blocked PUT")[0]
+            pid = poll(lambda: waiting_on_lock(self.db), what="the blocked PUT")[0]
             with self.db.cursor() as cur:
                 cur.execute("select pg_cancel_backend(%s)", (pid,))
             t.join(30)
@@ -645,7 +648,7 @@ class DrainTest(unittest.TestCase):
             poll(lambda: sum(len(r.results) for r in readers) > 400, what="load before SIGTERM")
             # One request in flight for sure: its PUT waits for a row lock.
             holder.start()
-            poll(lambda: waiting_on_lock(admin, "poollive_drain"), what="the blocked PUT")
+            poll(lambda: waiting_on_lock(admin), what="the blocked PUT")
             # A connection still connecting would open during the drain though it
             # was started before it: wait until every open one has connected.
             def settled():

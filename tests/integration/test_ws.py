@@ -411,9 +411,10 @@ class FeedTest(ServerTestCase):
 
     def test_the_feed_is_exact_in_count_size_order_and_time(self):
         d = Delta(self.server)
+        opened = time.time()
         ws = WebSocket(self.port, "/ws/feed?rate=200&count=50&size=200")
-        start = time.time()
         code, reason, seen = ws.recv_close()
+        closed = time.time()
         self.assertEqual((code, reason), (1000, b"done"))
         self.assertTrue(ws.wait_eof())
         self.assertEqual(len(seen), 50)
@@ -428,7 +429,9 @@ class FeedTest(ServerTestCase):
             due = first + k * 5000
             self.assertGreaterEqual(m["sent_us"] - m["late_us"], due - 2, m)
             self.assertGreaterEqual(m["sent_us"], due - 2)
-        self.assertLess(abs(msgs[0]["sent_us"] / 1e6 - start), 5)
+        # the wall clock when it was sent, in microseconds: between the two readings
+        self.assertGreaterEqual(msgs[0]["sent_us"] / 1e6, opened - 1e-6)
+        self.assertLessEqual(msgs[-1]["sent_us"] / 1e6, closed)
         time.sleep(0.2)
         d.after()
         path = "/ws/feed"
@@ -577,6 +580,7 @@ class ResourcesTest(unittest.TestCase):
         one that is served on time."""
         server = Notesd(self.db_url)
         try:
+            allowance = slack(server.port)  # before the load: how busy the machine is
             clients = [WebSocket(server.port, "/ws/echo") for _ in range(200)]
             rss_before = proc_stat(server.proc.pid)[1]
             for round_ in range(10):
@@ -587,7 +591,7 @@ class ResourcesTest(unittest.TestCase):
             t = time.monotonic()
             quick.send("now")
             self.assertEqual(quick.recv(), (OP_TEXT, b"now"))
-            self.assertLess(time.monotonic() - t, 1.0)
+            self.assertLess(time.monotonic() - t, 1.0 + allowance)
             for ws in clients:
                 for round_ in range(10):
                     self.assertEqual(ws.recv()[1], f"{round_}".encode() * 1000)
@@ -606,6 +610,7 @@ class ResourcesTest(unittest.TestCase):
         server = Notesd(self.db_url)
         clients = []
         try:
+            allowance = slack(server.port)  # before the flood, which would widen it
             clients = [WebSocket(server.port, "/ws/echo") for _ in range(n)]
             time.sleep(0.2)
             rss_before = proc_stat(server.proc.pid)[1]
@@ -631,7 +636,7 @@ class ResourcesTest(unittest.TestCase):
             print(f"\n  {n} clients flooding without reading: RSS grew by {grown / 2**20:.1f} MiB "
                   f"({grown / n / 1024:.0f} KiB each); the polite client's slowest echo "
                   f"{slowest * 1000:.0f} ms", flush=True)
-            self.assertLess(slowest, 1.0)
+            self.assertLess(slowest, 1.0 + allowance)
             if MEASURES_MEMORY:
                 self.assertLess(grown / n, 1 << 20)
         finally:
@@ -719,6 +724,7 @@ class ResourcesTest(unittest.TestCase):
         self.assertEqual(json.loads(feed.recv()[1])["seq"], 1)
         echo.send("before")
         self.assertEqual(echo.recv(), (OP_TEXT, b"before"))
+        allowance = slack(server.port)
         t = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
         for ws in (echo, feed):
@@ -727,7 +733,7 @@ class ResourcesTest(unittest.TestCase):
             ws.wait_eof()
         server.proc.wait(10)  # it exits by itself once they are closed
         self.assertEqual(server.stop(), 0)
-        self.assertLess(time.monotonic() - t, 4.0)
+        self.assertLess(time.monotonic() - t, 4.0 + allowance)
 
 
 class ThirdPartyClientTest(unittest.TestCase):

@@ -3,8 +3,9 @@
 path in the description with the same methods (each method a row names,
 HEAD beside GET; a route answering any method is described as GET and HEAD), on the right port
 (the metrics port's paths name it in their own `servers`), and the description
-has no path and no operation the table lacks. Also: its version is the one
-CMakeLists.txt builds, and every operation has an operationId of its own.
+has no path and no operation the table lacks; `x-any-method` marks exactly the paths of
+the routes that answer any method. Also: its version is the one CMakeLists.txt builds,
+and every operation has an operationId of its own.
 
 A template's `:param` is `{param}` in the description; a prefix route without a
 parameter (`/static`, which serves a file path) is described as `/static/{file}`.
@@ -25,9 +26,9 @@ METHODS = ("get", "head", "post", "put", "delete", "patch", "options", "trace")
 
 
 def table_routes():
-    """{template: (port, match, {methods})} from server/routes.h (tests/route_table.py):
+    """{template: (port, match, {methods}, any)} from server/routes.h (tests/route_table.py):
     each method a row names, with HEAD beside GET; a route answering any method
-    ("*") is described as GET and HEAD."""
+    ("*", `any`) is described as GET and HEAD."""
     routes = {}
     for r in route_table.read():
         if r.match == "MATCH_NONE":
@@ -38,7 +39,7 @@ def table_routes():
                 methods |= {"get", "head"}
             else:
                 methods.add(name.lower())
-        routes[r.template] = (r.port, r.match, methods)
+        routes[r.template] = (r.port, r.match, methods, "*" in r.methods)
     return routes
 
 
@@ -59,15 +60,19 @@ def main():
         return 1
     paths = doc.get("paths", {})
     expected = {}
-    for template, (port, match, methods) in routes.items():
-        expected[described_path(template, match)] = (template, port, methods)
-    for path, (template, port, methods) in sorted(expected.items()):
+    for template, (port, match, methods, any_method) in routes.items():
+        expected[described_path(template, match)] = (template, port, methods, any_method)
+    for path, (template, port, methods, any_method) in sorted(expected.items()):
         item = paths.get(path)
         if item is None:
             problems.append(f"{path}: no path in docs/openapi.json for {template} "
                             "(server/routes.h has it)")
             continue
         described = {m for m in METHODS if m in item}
+        if item.get("x-any-method", False) != any_method:
+            problems.append(f"{path}: " + ("answers any method, so it needs x-any-method: true"
+                                           if any_method else
+                                           "x-any-method, but server/routes.h names its methods"))
         for m in sorted(methods - described):
             problems.append(f"{path}: no {m.upper()} operation (server/routes.h answers it)")
         for m in sorted(described - methods):

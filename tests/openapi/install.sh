@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# install.sh: installs the pinned OpenAPI tools (Redocly CLI, Prism) into
+# install.sh: installs the pinned OpenAPI tools (Redocly CLI, Dredd, Prism) into
 # tests/openapi/node_modules with `npm ci`, only when one is missing.
 #
 #   tests/openapi/install.sh
@@ -10,7 +10,12 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
-if [ -x node_modules/.bin/redocly ] && [ -x node_modules/.bin/prism ]; then
+# One at a time: CTest runs the checks that need these tools side by side, and two
+# `npm ci` in one directory would undo each other.
+exec 9<package-lock.json
+flock 9
+if [ -x node_modules/.bin/redocly ] && [ -x node_modules/.bin/prism ] &&
+  [ -x node_modules/.bin/dredd ]; then
   exit 0
 fi
 if ! command -v npm >/dev/null; then

@@ -154,7 +154,13 @@ const STATEMENTS = ['get_note', 'list_by_tag', 'insert_note', 'update_note'];
 // Event loop delay: a 100 ms interval, and how late each tick fires.
 const lagHistogram = new Histogram('notes_eventloop_delay_seconds',
   'How late a 100 ms interval timer fired, per tick.', LAG_BUCKETS);
-let lagSamples = [];
+// The newest 4096 samples, and how far each reader (address and User-Agent) has read
+// them, so that two scrapers do not take each other's samples (as notesd does).
+const LAG_KEEP = 4096;
+const LAG_READERS = 8;
+const lagRing = new Array(LAG_KEEP).fill(0);
+let lagTaken = 0;
+const lagReaders = new Map(); // reader -> samples taken when it last read
 let lagWindow = { min: 0, max: 0, mean: 0, p50: 0, p90: 0, p99: 0 };
 let lastTick = performance.now();
 setInterval(() => {
@@ -162,7 +168,7 @@ setInterval(() => {
   const d = Math.max(0, now - lastTick - 100) / 1000;
   lastTick = now;
   lagHistogram.observe([], d);
-  lagSamples.push(d);
+  lagRing[lagTaken++ % LAG_KEEP] = d;
 }, 100);
 
 function rank(sorted, q) {
@@ -170,10 +176,14 @@ function rank(sorted, q) {
   return sorted[Math.min(i, sorted.length - 1)];
 }
 
-// Summarises the samples taken since the previous scrape and starts a new window.
-function rollLagWindow() {
-  const s = lagSamples;
-  lagSamples = [];
+// Summarises the samples this reader has not seen (the newest LAG_KEEP at most).
+function rollLagWindow(reader) {
+  const seen = lagReaders.has(reader) ? lagReaders.get(reader) : 0;
+  lagReaders.delete(reader); // re-inserted last: the Map's order is the order of reads
+  lagReaders.set(reader, lagTaken);
+  if (lagReaders.size > LAG_READERS) lagReaders.delete(lagReaders.keys().next().value);
+  const s = [];
+  for (let i = Math.max(seen, lagTaken - LAG_KEEP); i < lagTaken; i++) s.push(lagRing[i % LAG_KEEP]);
   if (!s.length) {
     lagWindow = { min: 0, max: 0, mean: 0, p50: 0, p90: 0, p99: 0 };
     return;
@@ -192,7 +202,7 @@ const LAG_STATS = {
 };
 const lagGauges = Object.entries(LAG_STATS).map(([k, what]) => new Gauge(
   `notes_eventloop_lag_${k}_seconds`,
-  `${what} event loop delay over the ticks since the previous scrape (0 when there were none).`,
+  `${what} event loop delay over the ticks since this reader's previous scrape (0 when there were none).`,
   () => lagWindow[k]));
 
 const dbQuery = new Histogram('notes_db_query_duration_seconds',
@@ -390,8 +400,8 @@ function cpuSeconds() {
   }
 }
 
-function renderMetrics() {
-  rollLagWindow();
+function renderMetrics(reader) {
+  rollLagWindow(reader);
   const out = [];
   lagHistogram.render(out);
   for (const g of lagGauges) g.render(out);
@@ -421,7 +431,7 @@ const metricsServer = http.createServer(async (req, res) => {
     return res.end('method not allowed\n');
   }
   if (path === '/metrics') {
-    const text = renderMetrics();
+    const text = renderMetrics(`${req.socket.remoteAddress} ${req.headers['user-agent'] || ''}`);
     res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' });
     return res.end(req.method === 'HEAD' ? undefined : text);
   }

@@ -137,9 +137,8 @@ class UnderTest(unittest.TestCase):
         self.assertEqual(put.stop(), (None, 0.0, False))                 # before start(): nothing to stop
         self.assertEqual(put.argv[:3] == ["taskset", "-c", "0"], taskset and cpu is not None)
         try:
-            took = put.start_ready(limit_s=20, poll_s=0.01)
+            took = put.start_ready(limit_s=20, poll_s=0.01)  # NotReady past 20 s
             self.assertGreater(took, 0)
-            self.assertLess(took, 20)
             self.assertIsNone(put.poll())
             self.assertEqual(httpc.request(port, "/")[2], b"ready\n")
             if cpu is not None:                  # taskset execs the server: the pid is its own

@@ -1,1 +1,0 @@
-create extension if not exists pg_stat_statements;

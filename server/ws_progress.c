@@ -51,12 +51,15 @@ int ws_progress_seen(ws_progress_t *p, int fd)
 
 int ws_progress_shown(const ws_progress_t *before, const ws_progress_t *now)
 {
-    /* An open window with nothing in flight is room the client made that our
-     * kernel has not used yet: it sends into a window smaller than the segment
-     * it holds only at its next zero-window probe, whose interval doubles (to
-     * 2 minutes) while the window stays shut, so that can come long after the
-     * client read. With segments in flight the window is old news: a client
-     * that vanished leaves the last one it advertised open for ever. */
-    return now->acked > before->acked || now->window > before->window ||
+    /* The window's right edge (acknowledged + window) is as far as the client's
+     * kernel will take our bytes: it moves on only when the client has read,
+     * never when ours fills the room it offered before. An open window with
+     * nothing in flight is room our kernel has not used yet: it sends into a
+     * window smaller than the segment it holds only at its next zero-window
+     * probe, whose interval doubles (to 2 minutes) while the window stays
+     * shut, so that can come long after the client read. With segments in
+     * flight the window is old news: a client that vanished leaves the last
+     * one it advertised open for ever. */
+    return now->acked + now->window > before->acked + before->window ||
            (now->window > 0 && now->in_flight == 0);
 }

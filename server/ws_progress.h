@@ -41,9 +41,10 @@ void ws_progress_mark(ws_progress_t *p, int fd);
  * next look. */
 int ws_progress_seen(ws_progress_t *p, int fd);
 
-/* The rule: between two looks a client has read when its kernel acknowledged
- * more of our bytes, or advertised a larger window, or advertises room that
- * ours has not filled yet (an open window with nothing in flight). Pure. */
+/* The rule: between two looks a client has read when its kernel moved the
+ * right edge of its window (took or offered bytes beyond what it offered
+ * before), or when it offers room that ours has not filled yet (an open
+ * window with nothing in flight). Pure. */
 int ws_progress_shown(const ws_progress_t *before, const ws_progress_t *now);
 
 #endif

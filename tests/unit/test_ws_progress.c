@@ -103,7 +103,7 @@ static int fill_until_shut(int server)
     return 0;
 }
 
-static void the_rule_sees_acks_and_windows_and_not_a_window_in_flight(void)
+static void the_rule_sees_the_window_move_or_room_unused(void)
 {
     const ws_progress_t shut = {.acked = 1000, .window = 0, .in_flight = 0};
     ws_progress_t now;
@@ -111,7 +111,7 @@ static void the_rule_sees_acks_and_windows_and_not_a_window_in_flight(void)
     now = shut;
     CHECK_INT_EQ(ws_progress_shown(&shut, &now), 0); /* nothing moved */
     now.acked = 1001;
-    CHECK_INT_EQ(ws_progress_shown(&shut, &now), 1); /* our bytes went in */
+    CHECK_INT_EQ(ws_progress_shown(&shut, &now), 1); /* more of ours went in */
     now = shut, now.window = 4096;
     CHECK_INT_EQ(ws_progress_shown(&shut, &now), 1); /* reopened, not used yet */
     now.in_flight = 3;
@@ -125,6 +125,13 @@ static void the_rule_sees_acks_and_windows_and_not_a_window_in_flight(void)
     CHECK_INT_EQ(ws_progress_shown(&flying, &now), 0);
     now.in_flight = 0; /* but room the client has and ours has not filled is */
     CHECK_INT_EQ(ws_progress_shown(&flying, &now), 1);
+    /* ours filled the room the client had offered, and it read nothing: the
+     * right edge stayed where it was */
+    const ws_progress_t room = {.acked = 1000, .window = 4096, .in_flight = 0};
+    now = (ws_progress_t){.acked = 5096, .window = 0, .in_flight = 0};
+    CHECK_INT_EQ(ws_progress_shown(&room, &now), 0);
+    now.window = 1024, now.in_flight = 2; /* then it read, and offered more */
+    CHECK_INT_EQ(ws_progress_shown(&room, &now), 1);
 }
 
 static void a_client_that_reads_is_seen(void)
@@ -185,7 +192,7 @@ static void a_socket_that_is_not_tcp_shows_nothing(void)
 
 int main(void)
 {
-    CHECK_RUN(the_rule_sees_acks_and_windows_and_not_a_window_in_flight);
+    CHECK_RUN(the_rule_sees_the_window_move_or_room_unused);
     CHECK_RUN(a_client_that_reads_is_seen);
     CHECK_RUN(a_client_whose_window_stays_shut_is_never_seen);
     CHECK_RUN(a_socket_that_is_not_tcp_shows_nothing);

@@ -324,10 +324,11 @@ static const struct option_row options[] = {
      .min = 1,
      .max = INT_MAX,
      .help = "a WebSocket with nothing received or written for this long is closed (1001), and "
-             "one whose queue stays full this long (1008)",
-     .text = "a WebSocket with nothing received or written for this long is closed with 1001, "
-             "and one whose send queue stays full this long (a client that does not read) with "
-             "1008 (see [WebSocket routes](api.md#websocket-routes))"},
+             "one whose queue stays full while its client reads nothing this long (1008)",
+     .text =
+         "a WebSocket with nothing received or written for this long is closed with 1001, "
+         "and one whose send queue stays full while its client shows no reading this long "
+         "(its TCP window does not move) with 1008 (see [slow readers](decisions.md#websockets))"},
     {.flag = "ws-max-fragment-bytes",
      .env = "WS_MAX_FRAGMENT_BYTES",
      .type = OPT_INT,

@@ -31,6 +31,7 @@
 #include "log.h"
 #include "respond.h"
 #include "ws.h"
+#include "ws_progress.h"
 
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define WS_WRITE_MAX 16384 /* bytes handed to the socket in one write */
@@ -81,9 +82,11 @@ struct ws_conn {
     timer_entry_t deadline;    /* OPEN: the idle check; CLOSING, DRAINING: the close deadline */
     timer_entry_t route_timer; /* the route's schedule (ws_timer_arm) */
     void (*on_route_timer)(ws_conn_t *c);
-    uint64_t opened_ns;    /* the 101 written */
-    uint64_t active_ns;    /* the last frame received or write finished */
-    uint64_t backed_up_ns; /* since when the queue is full (ws_is_backed_up); 0: it is not */
+    uint64_t opened_ns;     /* the 101 written */
+    uint64_t active_ns;     /* the last frame received or write finished */
+    uint64_t backed_up_ns;  /* since when the queue is full (ws_is_backed_up), or since the
+                               client last showed reading while it is; 0: it is not */
+    ws_progress_t progress; /* what the client's TCP showed at the last look */
     uint64_t messages_in;
     uint64_t rx_left;        /* bytes of the frame being handed to wslay still to hand it */
     uint64_t rx_message_len; /* the declared payload of the open data message's frames */
@@ -331,8 +334,10 @@ static int proceed(ws_conn_t *c)
         int backed_up = ws_is_backed_up(c);
         if (!backed_up)
             c->backed_up_ns = 0;
-        else if (c->backed_up_ns == 0)
-            c->backed_up_ns = stats_now_ns(); /* on_deadline closes it if it stays full */
+        else if (c->backed_up_ns == 0) {
+            c->backed_up_ns = stats_now_ns(); /* on_deadline judges it if it stays full */
+            ws_progress_mark(&c->progress, h2o_socket_get_fd(sock));
+        }
         if (wslay_event_want_read(ctx) && !backed_up)
             h2o_socket_read_start(sock, on_read);
         else
@@ -381,9 +386,11 @@ static void on_written(h2o_socket_t *sock, const char *err)
 
 /* OPEN: idle_timeout_ms, checked lazily (activity only moves active_ns, a
  * full queue sets backed_up_ns, and either only ever moves the instant
- * later), counted from the queue filling up while it is full (the client is
- * not reading: nothing can be received), else from the last activity;
- * CLOSING or DRAINING: the close took too long. */
+ * later), counted from the queue filling up while it is full (nothing can be
+ * received), else from the last activity. A full queue whose client's TCP
+ * showed reading since the last look is judged again idle_timeout_ms later;
+ * one that showed none is not reading. CLOSING or DRAINING: the close took
+ * too long. */
 static void on_deadline(timer_entry_t *entry)
 {
     ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, deadline, entry);
@@ -392,6 +399,12 @@ static void on_deadline(timer_entry_t *entry)
         uint64_t due = since + c->limits.idle_timeout_ms * 1000000;
         if (due > stats_now_ns()) {
             timers_link(c->loop->timers, entry, due);
+            return;
+        }
+        if (c->backed_up_ns != 0 && ws_progress_seen(&c->progress, h2o_socket_get_fd(c->sock))) {
+            c->backed_up_ns = stats_now_ns();
+            timers_link(c->loop->timers, entry,
+                        c->backed_up_ns + c->limits.idle_timeout_ms * 1000000);
             return;
         }
         ws_close(c, c->backed_up_ns != 0 ? WS_CLOSE_NOT_READING : WS_CLOSE_IDLE);
@@ -599,6 +612,8 @@ static ws_conn_t *conn_start(ws_conn_t *c, h2o_socket_t *sock)
                      ? INT_MAX
                      : (int)(2 * c->limits.max_message_bytes);
     setsockopt(h2o_socket_get_fd(sock), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    /* little waits unsent in the kernel: a slow reader gets recent messages */
+    ws_progress_start(h2o_socket_get_fd(sock), WS_WRITE_MAX);
     if (wslay_event_context_server_init(&c->ctx, &wslay_callbacks, c) != 0)
         abort(); /* out of memory: see the policy in main.c */
     wslay_event_config_set_no_buffering(c->ctx, 1);

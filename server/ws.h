@@ -68,8 +68,8 @@ enum ws_close_reason {
     WS_CLOSE_MESSAGE_LIMIT, /* 1008: a message past max_messages */
     WS_CLOSE_TOO_BIG,       /* 1009: a frame past max_fragment_bytes, a message past
                                max_message_bytes, from the frame's header */
-    WS_CLOSE_NOT_READING,   /* 1008: the queue stayed full for idle_timeout_ms: the client
-                               sends and does not read */
+    WS_CLOSE_NOT_READING,   /* 1008: the queue was full and the client's TCP showed no reading
+                               for idle_timeout_ms (ws_progress.h) */
     WS_CLOSE_ABNORMAL,      /* no close decided: the connection broke or the client left */
     WS_CLOSE__COUNT,
 };
@@ -148,9 +148,10 @@ NOTESD_MUSTCHECK int ws_send(ws_conn_t *c, int binary, const void *msg, size_t l
 size_t ws_queued_bytes(const ws_conn_t *c);
 
 /* 1 while the queue is full: ws_queued_bytes over max_message_bytes, so the
- * client is not reading. The connection then stops reading (its client's
- * writes wait in TCP), and is closed with 1008 when it stays full for
- * idle_timeout_ms; the feed skips a message (ws_skip). */
+ * client is not reading, or more slowly than the queue fills. The connection
+ * then stops reading (its client's writes wait in TCP), and is closed with
+ * 1008 once its client's TCP has shown no reading for idle_timeout_ms
+ * (ws_progress.h); the feed skips a message (ws_skip). */
 int ws_is_backed_up(const ws_conn_t *c);
 
 /* Counts one message the route left out (notes_ws_messages_skipped_total). */

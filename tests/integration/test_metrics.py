@@ -166,7 +166,7 @@ class MetricsTest(ServerTestCase):
         took = time.monotonic() - start
         self.assertGreater(took, 0.15, "the primes request should take a while")
         first, second = lag_max("status-page"), lag_max("Prometheus/2.42.0")
-        self.assertGreaterEqual(first, took - 0.1 - 0.05)
+        self.assertGreater(first, 0.05, "the blocked loop's lag is in the first reader's window")
         self.assertEqual(second, first, "the second reader saw the same samples")
         poll(lambda: lag_max("status-page") < 0.05, what="a quiet window for the first")
 

@@ -717,6 +717,73 @@ class ResourcesTest(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+    def test_a_slow_steady_feed_reader_is_served_and_a_silent_one_is_closed(self):
+        """The same feed (1,000 messages of 1 KiB a second) and idle_timeout_ms to two clients,
+        each on a notesd of its own so that each one's counters are its own: one reads on a
+        steady schedule, a small fraction of the feed, and one reads nothing. notesd sees a
+        client's reading only when the client's kernel reopens its receive window, which it
+        does in steps of up to the whole receive buffer (docs/decisions.md, "WebSockets"), so
+        the steady one reads twice its receive buffer (the OS default, untouched) per
+        idle_timeout_ms, for twice that timeout. It is not closed: it then reads fast to the
+        end of the feed (1000, done), and its gaps in seq are exactly the messages counted as
+        skipped. The silent one is closed with 1008, counted as not_reading."""
+        idle_s = 15
+        with socket.socket() as probe:
+            rcvbuf = probe.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        pace = 2 * rcvbuf / idle_s  # bytes a second
+        count = 1000 * (2 * idle_s + 2)
+        path = f"/ws/feed?rate=1000&count={count}&size=1024&idle_timeout_ms={idle_s * 1000}"
+        steady_server, silent_server = Notesd(self.db_url), Notesd(self.db_url)
+        clients = []
+        try:
+            steady, silent = WebSocket(steady_server.port, path), WebSocket(silent_server.port, path)
+            clients = [steady, silent]
+            # the steady reader takes bytes from its socket on schedule (whole frames or not);
+            # recv_close parses them afterwards
+            parts, taken, start = [steady.buf], 0, time.monotonic()
+            while time.monotonic() < start + 2 * idle_s:
+                due = int((time.monotonic() - start) * pace)
+                if due > taken:
+                    chunk = steady.sock.recv(min(due - taken, 65536))
+                    self.assertTrue(chunk, "the server closed the steady reader's connection")
+                    parts.append(chunk)
+                    taken += len(chunk)
+                time.sleep(0.02)
+            steady.buf = b"".join(parts)
+            steady_now, silent_now = parse(steady_server.metrics()), parse(silent_server.metrics())
+            closes = lambda samples, reason: val(samples, "notes_ws_closes_total",
+                                                 path="/ws/feed", reason=reason)
+            self.assertEqual(closes(steady_now, "not_reading"), 0)
+            self.assertEqual(val(steady_now, "notes_ws_connections", path="/ws/feed"), 1)
+            # the silent one's queue filled at once: closed after idle_timeout_ms (its close
+            # frame cannot reach it, so its socket went 2 s later)
+            poll(lambda: closes(parse(silent_server.metrics()), "not_reading") == 1,
+                 what="the silent reader closed as not reading")
+            code, reason, seen = steady.recv_close()
+            self.assertEqual((code, reason), (1000, b"done"))
+            steady.wait_eof()
+            poll(lambda: val(parse(steady_server.metrics()), "notes_ws_connections",
+                             path="/ws/feed") == 0, what="the steady reader's connection closed")
+            after = parse(steady_server.metrics())
+            skipped = val(after, "notes_ws_messages_skipped_total", path="/ws/feed")
+            seqs = [json.loads(data)["seq"] for _, data in seen]
+            self.assertEqual(seqs, sorted(set(seqs)))
+            self.assertGreater(skipped, 0)
+            self.assertEqual(count - len(seqs), skipped)
+            self.assertEqual(val(after, "notes_ws_messages_total", path="/ws/feed",
+                                 direction="sent"), len(seqs))
+            self.assertEqual(closes(after, "done"), 1)
+            self.assertEqual(closes(after, "not_reading"), 0)
+            print(f"\n  steady reader: {pace / 1024:.1f} KiB/s (receive buffer {rcvbuf} bytes) "
+                  f"for {2 * idle_s} s with idle_timeout_ms={idle_s * 1000}: not closed; "
+                  f"{len(seqs)} of {count} messages, {skipped:.0f} skipped; the silent one "
+                  f"closed as not_reading", flush=True)
+        finally:
+            for ws in clients:
+                ws.abort()
+            self.assertEqual(steady_server.stop(), 0)
+            self.assertEqual(silent_server.stop(), 0)
+
     def test_shutdown_closes_every_websocket_with_1001(self):
         server = Notesd(self.db_url, env={"SHUTDOWN_TIMEOUT_MS": "5000"})
         echo = WebSocket(server.port, "/ws/echo")

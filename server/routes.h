@@ -114,7 +114,7 @@ extern const route_t routes[ROUTE__COUNT];
  * request.h). */
 extern const route_state_t delay_state, fixture_state, stream_state;
 
-/* The WebSocket routes (routes_ws.c) as ws.c counts them, each with its rows'
+/* The WebSocket routes (routes_ws.c) as ws.c counts them, each with its row's
  * label; the metrics page writes their series in this order. */
 #define WS_NROUTES 2
 extern const ws_route_t ws_routes[WS_NROUTES];

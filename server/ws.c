@@ -505,6 +505,7 @@ static ws_conn_t *conn_new(ws_loop_t *w, const ws_route_t *route, const request_
     ws_conn_t *c = calloc(1, sizeof(*c) + data_size);
     if (c == NULL)
         abort(); /* out of memory: see the policy in main.c */
+    assert(route->slot < WS_ROUTES_MAX);
     c->loop = w;
     c->h = h;
     c->route = route;

@@ -13,9 +13,9 @@
  * costs beyond its payload, so a client that writes and never reads costs a
  * bounded amount of memory, however small its frames. The handshake is
  * ws_handshake.h's, the counters' families and journal records ws_report.h's.
- * What a connection does with messages (echo them, send a feed), and which
- * route it belongs to (ws_route_t), is its route module's: routes_ws.c,
- * through ws_handlers_t; ws.c names no route.
+ * What a connection does with messages (send them back, send its own), and
+ * which route it belongs to (ws_route_t), is its route module's (routes_ws.c,
+ * through ws_handlers_t): ws.c names no route.
  *
  * The handshake request is an ordinary request of its route: answered 101
  * (or 4xx), counted in http_requests_total with that status, its duration
@@ -101,14 +101,14 @@ NOTESD_MUSTCHECK int ws_send(ws_conn_t *c, int binary, const void *msg, size_t l
 #define WS_FRAME_COST 128
 
 /* What waits to go out to the client: the payload of every queued frame
- * plus WS_FRAME_COST for each (a pong, an echo, a feed message, a close). */
+ * plus WS_FRAME_COST for each (a pong, a route's message, a close). */
 size_t ws_queued_bytes(const ws_conn_t *c);
 
 /* 1 while the queue is full: ws_queued_bytes over max_message_bytes, so the
  * client is not reading, or more slowly than the queue fills. The connection
  * then stops reading (its client's writes wait in TCP), and is closed with
  * 1008 once its client's TCP has shown no reading for idle_timeout_ms
- * (ws_progress.h); the feed skips a message (ws_skip). */
+ * (ws_progress.h); a route sending on a schedule skips a message (ws_skip). */
 int ws_is_backed_up(const ws_conn_t *c);
 
 /* Counts one message the route left out (notes_ws_messages_skipped_total). */

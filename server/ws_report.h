@@ -25,17 +25,19 @@
 /* A WebSocket route as ws.c knows it, declared by its route module: where
  * its connections are counted, and under what name. */
 typedef struct ws_route {
-    const char *const *label; /* its row's label in the route table (routes.h), where the name
-                                 is kept once: the `path` label of its series, and the log's */
-    uint8_t slot; /* its counters on every loop: ws_loop_stats_t's [slot], < WS_ROUTES_MAX;
-                     every route its own */
+    /* Its row's label in the route table (routes.h), where the name is kept
+     * once: the `path` label of its series, and the log's. */
+    const char *const *label;
+    /* Its counters on every loop, ws_loop_stats_t's [slot]: below
+     * WS_ROUTES_MAX, and every route's its own. */
+    uint8_t slot;
 } ws_route_t;
 
 /* Why a connection ended: the label of notes_ws_closes_total, and the close
  * code notesd sends. The first reason decided is the one counted. */
 enum ws_close_reason {
     WS_CLOSE_CLIENT,        /* the client sent a close frame; notesd answers with its code */
-    WS_CLOSE_DONE,          /* 1000: the route's work is done (the feed's last message) */
+    WS_CLOSE_DONE,          /* 1000: the route's work is done (its last message sent) */
     WS_CLOSE_IDLE,          /* 1001: nothing received or written for the idle timeout */
     WS_CLOSE_SHUTDOWN,      /* 1001: the server is stopping */
     WS_CLOSE_PROTOCOL,      /* 1002: a frame RFC 6455 forbids (from its header, or wslay's
@@ -58,7 +60,7 @@ typedef struct ws_stats {
     uint64_t messages_in, bytes_in;   /* data messages received whole, and their payload */
     uint64_t messages_out, bytes_out; /* data messages queued to be sent, and their payload */
     uint64_t skipped;                 /* messages a route left out: the client's queue was
-                                         full (the feed's gaps) */
+                                         full (gaps in a route's schedule) */
     uint64_t closes[WS_CLOSE__COUNT]; /* connections ended, by reason */
     histogram_t lifetime;             /* seconds from the 101 to the socket's close */
 } ws_stats_t;

@@ -13,7 +13,8 @@
  * counted (dropped), never lost in silence. What each timestamp is, exactly,
  * and what the journal costs: docs/journal.md.
  *
- * Filling a record from a request is request.c's (and ws.c's for messages);
+ * Filling a record from a request is request.c's (request_journal_fill; a
+ * WebSocket message's record is its handshake's, ws_report_journal);
  * the metrics port's GET /journal formats records (journal_format).
  */
 #ifndef NOTESD_JOURNAL_H

@@ -81,54 +81,53 @@ static int64_t timeval_us(const struct timeval *tv)
     return (int64_t)tv->tv_sec * 1000000 + tv->tv_usec;
 }
 
-/* The request's record in its loop's journal (journal.h). The wall clock is
- * read once, now (the request's end); its start is that less the monotonic
- * time it took, so both are microseconds of the same clock. h2o's own
- * timestamps (the connection's accept, the head's first bytes) come from the
- * loop's cached clock, refreshed when the loop's millisecond moves. */
-static void journal_request(notesd_req_t *r, uint64_t now_ns, uint8_t method,
-                            const traceparent_t *trace)
+/* The wall clock is read once, now; the start is that less the monotonic
+ * time the request took, so both are microseconds of the same clock. h2o's
+ * own timestamps (the connection's accept, the head's first bytes) come from
+ * the loop's cached clock, refreshed when the loop's millisecond moves. */
+void request_journal_fill(notesd_req_t *r, uint64_t now_ns, journal_record_t *rec)
 {
     h2o_req_t *req = r->req;
     h2o_conn_t *conn = req->conn;
     struct timespec wall;
-    journal_record_t rec; /* every field set below; request_id's bytes past its length unused */
+    traceparent_t trace;
+    int traced = request_trace(r, &trace);
 
+    /* every field set below; request_id's bytes past its length unused */
     clock_gettime(CLOCK_REALTIME, &wall);
-    rec.seq = 0;
-    rec.kind = JOURNAL_HTTP;
-    rec.loop = (uint8_t)r->loop->index;
-    rec.conn_id = conn->id;
-    rec.conn_at_us = timeval_us(&conn->connected_at);
-    rec.arrived_us = timeval_us(&req->timestamps.request_begin_at);
-    rec.ended_us = (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000;
-    rec.started_us = rec.ended_us - (int64_t)((now_ns - r->start_ns) / 1000);
+    rec->seq = 0;
+    rec->kind = JOURNAL_HTTP;
+    rec->loop = (uint8_t)r->loop->index;
+    rec->conn_id = conn->id;
+    rec->conn_at_us = timeval_us(&conn->connected_at);
+    rec->arrived_us = timeval_us(&req->timestamps.request_begin_at);
+    rec->ended_us = (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000;
+    rec->started_us = rec->ended_us - (int64_t)((now_ns - r->start_ns) / 1000);
     h2o_socket_t *sock = request_socket(req);
-    rec.proto = (uint8_t)((req->version >= 0x200 ? JOURNAL_H2 : JOURNAL_H1) |
-                          (sock != NULL && sock->ssl != NULL ? JOURNAL_TLS : 0));
-    rec.stream_id = 0;
+    rec->proto = (uint8_t)((req->version >= 0x200 ? JOURNAL_H2 : JOURNAL_H1) |
+                           (sock != NULL && sock->ssl != NULL ? JOURNAL_TLS : 0));
+    rec->stream_id = 0;
     if (req->version >= 0x200 && conn->callbacks->log_.http2.stream_id != NULL) {
         /* h2o's access-log callback: the id as text, in the request's pool */
         h2o_iovec_t id = conn->callbacks->log_.http2.stream_id(req);
         for (size_t k = 0; k < id.len && id.base[k] >= '0' && id.base[k] <= '9'; k++)
-            rec.stream_id = rec.stream_id * 10 + (uint32_t)(id.base[k] - '0');
+            rec->stream_id = rec->stream_id * 10 + (uint32_t)(id.base[k] - '0');
     }
-    rec.method = method;
-    rec.route = r->route;
-    rec.status = (uint16_t)r->status;
-    rec.bytes_in = req->entity.base != NULL ? (uint32_t)req->entity.len : 0;
-    rec.bytes_out = (uint32_t)req->bytes_sent;
-    rec.query_us = (uint32_t)(r->db_ns / 1000);
-    rec.wait_us = (uint32_t)(r->wait_ns / 1000);
-    rec.trace_hi = trace != NULL ? trace->trace_hi : 0;
-    rec.trace_lo = trace != NULL ? trace->trace_lo : 0;
-    rec.request_id_len = rec.request_id_cut = 0;
-    memset(rec.pad, 0, sizeof(rec.pad));
+    rec->method = method_index(req->method);
+    rec->route = r->route;
+    rec->status = (uint16_t)r->status;
+    rec->bytes_in = req->entity.base != NULL ? (uint32_t)req->entity.len : 0;
+    rec->bytes_out = (uint32_t)req->bytes_sent;
+    rec->query_us = (uint32_t)(r->db_ns / 1000);
+    rec->wait_us = (uint32_t)(r->wait_ns / 1000);
+    rec->trace_hi = traced ? trace.trace_hi : 0;
+    rec->trace_lo = traced ? trace.trace_lo : 0;
+    rec->request_id_len = rec->request_id_cut = 0;
+    memset(rec->pad, 0, sizeof(rec->pad));
     ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
     if (i >= 0)
-        journal_set_request_id(&rec, req->headers.entries[i].value.base,
+        journal_set_request_id(rec, req->headers.entries[i].value.base,
                                req->headers.entries[i].value.len);
-    journal_add(r->loop->journal, &rec);
 }
 
 /* Runs when h2o disposes of the request: after its response was written, or
@@ -164,8 +163,11 @@ static void on_request_disposed(void *p)
                                   trace.trace_lo);
     if (log_level_current >= LOG_DEBUG)
         log_request(r, seconds, traced ? &trace : NULL);
-    if (r->loop->journal != NULL)
-        journal_request(r, now, method, traced ? &trace : NULL);
+    if (r->loop->journal != NULL) {
+        journal_record_t rec;
+        request_journal_fill(r, now, &rec);
+        journal_add(r->loop->journal, &rec);
+    }
     STAT_SUB(r->stats->in_flight, 1);
 }
 

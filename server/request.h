@@ -235,6 +235,15 @@ void request_add_server_timing(notesd_req_t *r);
  * into Server-Timing and the debug log line of the request. */
 int request_trace(notesd_req_t *r, traceparent_t *out);
 
+/* Fills *rec, the request's record of the journal (journal.h), as of
+ * `now_ns` (stats_now_ns's clock): its connection, protocol and HTTP/2
+ * stream, method, route, the status recorded, its body bytes, database wait
+ * and query, trace id and X-Request-Id; h2o's times of the connection and of
+ * the head, the wall clock now as its end and that less its duration as its
+ * start. The one filler of records: on_request_disposed's, and a WebSocket's
+ * handshake, whose record every message's copies (ws_report_journal). */
+void request_journal_fill(notesd_req_t *r, uint64_t now_ns, journal_record_t *rec);
+
 /* ---- the metrics page's figures ---------------------------------------------------------- */
 
 /* Every loop's HTTP series, merged by (route, method, status), and the

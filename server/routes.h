@@ -18,6 +18,7 @@
 
 #include <h2o.h>
 #include "request.h"
+#include "ws_report.h"
 
 enum route_port {
     PORT_API,     /* measured: http_requests_total, Server-Timing */
@@ -112,6 +113,11 @@ extern const route_t routes[ROUTE__COUNT];
 /* The state the rows name (delay.c, routes_fixture.c, routes_stream.c; request_db_state:
  * request.h). */
 extern const route_state_t delay_state, fixture_state, stream_state;
+
+/* The WebSocket routes (routes_ws.c) as ws.c counts them, each with its row's
+ * label; the metrics page writes their series in this order. */
+#define WS_NROUTES 2
+extern const ws_route_t ws_routes[WS_NROUTES];
 
 int notes_get(notesd_req_t *r);
 int notes_update(notesd_req_t *r);

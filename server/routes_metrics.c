@@ -205,11 +205,11 @@ static void *ws_row_make(const scrape_t *s)
 }
 static void ws_row_add(void *r, const request_loop_t *loop, const scrape_t *s)
 {
-    ws_report_add(r, loop->ws);
+    ws_report_add(r, &loop->ws->stats);
 }
 static void ws_row_write(void *r, exposition_t *o)
 {
-    ws_report_write(r, o);
+    ws_report_write(r, o, ws_routes, WS_NROUTES);
 }
 
 static void *pool_row_make(const scrape_t *s)

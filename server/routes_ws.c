@@ -5,7 +5,8 @@
  * closes with 1000. Each answer is a known function of the request, so a
  * load tool's message counts, gaps and latency can be checked against the
  * truth (feed.h has the feed's). The handshake, limits, closes and counters
- * are ws.c's; this file decides only what a connection does with them.
+ * are ws.c's; this file decides what a connection does with them, and names
+ * its routes to ws.c (ws_routes: each route's counters and label).
  */
 #include <stdio.h>
 #include <time.h>
@@ -14,6 +15,16 @@
 #include "respond.h"
 #include "routes.h"
 #include "ws.h"
+
+/* The WebSocket routes, as ws.c counts them: a slot of every loop's counters
+ * each, named by its row's label in the route table. The metrics page writes
+ * their series in this order. */
+enum { ECHO, FEED };
+const ws_route_t ws_routes[WS_NROUTES] = {
+    [ECHO] = {.label = &routes[ROUTE_WS_ECHO].label, .slot = ECHO},
+    [FEED] = {.label = &routes[ROUTE_WS_FEED].label, .slot = FEED},
+};
+_Static_assert(WS_NROUTES <= WS_ROUTES_MAX, "a slot of ws_loop_stats_t per WebSocket route");
 
 /* The connection's limits: the WS_* settings, which a request may lower
  * (never raise) with ?max_message_bytes=, max_fragment_bytes=, max_messages=
@@ -51,7 +62,7 @@ int ws_echo_get(notesd_req_t *r)
 {
     request_ws_limits_t limits;
     if (read_limits(r, &limits) == 0)
-        ws_accept(r, r->loop->ws, WS_ECHO, &limits, &echo_handlers, NULL, 0);
+        ws_accept(r, r->loop->ws, &ws_routes[ECHO], &limits, &echo_handlers, NULL, 0);
     return 0;
 }
 
@@ -113,5 +124,6 @@ int ws_feed_get(notesd_req_t *r)
         return 0;
     /* copied into the connection, which outlives the request */
     feed_t feed = {.next = 1, .count = count, .rate = (uint32_t)rate, .size = (uint32_t)size};
-    return ws_accept(r, r->loop->ws, WS_FEED, &limits, &feed_handlers, &feed, sizeof(feed));
+    return ws_accept(r, r->loop->ws, &ws_routes[FEED], &limits, &feed_handlers, &feed,
+                     sizeof(feed));
 }

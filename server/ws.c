@@ -1,6 +1,6 @@
 /*
  * ws.c - WebSocket connections over h2o's upgraded sockets and wslay's frames
- * (see ws.h).
+ * (see ws.h): the connection's state machine and the wslay glue.
  *
  * Every entry point is a callback of h2o or of the loop's timers: the
  * upgrade's end, readable, written, a deadline, a route's timer. Each runs
@@ -12,7 +12,7 @@
  * reads freed memory. wslay runs without buffering data messages (it would allocate a
  * frame's declared length before anything checks it), and is handed the
  * client's bytes one frame at a time (on_wslay_recv): each frame's header is
- * read and judged first (ws_frame_check), so a frame RFC 6455 forbids or one
+ * read and judged first (ws_frame_judge), so a frame RFC 6455 forbids or one
  * past the limits is refused from its header alone, and a full queue stops
  * the reading at the next frame. ws.c gathers the messages itself.
  */
@@ -22,28 +22,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <h2o.h>
-#include <h2o/http1.h>
-#include <openssl/sha.h>
 #include <wslay/wslay.h>
-#include "head.h"
 #include "log.h"
 #include "respond.h"
 #include "ws.h"
+#include "ws_frame.h"
+#include "ws_handshake.h"
 #include "ws_progress.h"
 
-#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define WS_WRITE_MAX 16384 /* bytes handed to the socket in one write */
 #define WS_KEEP_BYTES 4096 /* a receive buffer up to this size is kept between messages */
 /* From deciding a close to closing the socket, at most: room for the queue,
  * the close frame and the client's answer, and no more. */
 #define WS_CLOSE_TIMEOUT_NS (2000 * 1000000ULL)
-
-const char *const ws_kind_labels[WS_KIND__COUNT] = {"/ws/echo", "/ws/feed"};
-const char *const ws_close_labels[WS_CLOSE__COUNT] = {"client",   "done",           "idle_timeout",
-                                                      "shutdown", "protocol_error", "message_limit",
-                                                      "too_big",  "not_reading",    "abnormal"};
 
 /* The code and reason phrase notesd sends for a close it decides; code 0: none
  * of its own (the client's close is answered with its code, by wslay). */
@@ -60,15 +52,11 @@ static const struct {
     [WS_CLOSE_NOT_READING] = {1008, "not reading"},
 };
 
-/* Seconds, 10 ms to an hour: how long connections live. */
-static const double lifetime_bounds[] = {0.01, 0.1, 0.5, 1,   2.5, 5,    10,
-                                         30,   60,  120, 300, 600, 1800, 3600};
-
 struct ws_conn {
     h2o_linklist_t link; /* in loop->conns until released */
     ws_loop_t *loop;
     const ws_handlers_t *h;
-    enum ws_kind kind;
+    const ws_route_t *route; /* its counters (route->slot) and name */
     enum ws_state state;
     enum ws_close_reason reason; /* once `decided` */
     uint8_t decided;             /* 1: a reason was decided; the first one counts */
@@ -88,81 +76,21 @@ struct ws_conn {
                                client last showed reading while it is; 0: it is not */
     ws_progress_t progress; /* what the client's TCP showed at the last look */
     uint64_t messages_in;
-    uint64_t rx_left;        /* bytes of the frame being handed to wslay still to hand it */
-    uint64_t rx_message_len; /* the declared payload of the open data message's frames */
-    uint8_t rx_in_message;   /* a data message's last frame has not come yet */
-    uint16_t client_code;    /* the code of the client's close frame */
-    uint8_t *msg;            /* the data message being received */
-    size_t msg_len, msg_cap; /* its bytes so far, and room */
-    char *wbuf;              /* frames for the socket; one write in flight */
-    size_t wlen;             /* bytes in wbuf (being written, or gathered) */
-    traceparent_t trace;     /* the handshake's, for the log */
-    struct ws_journal {      /* with JOURNAL on: what each message's record takes */
-        uint64_t conn_id;    /* h2o's id of the connection, from the handshake */
-        int64_t conn_at_us;
-        uint8_t route, loop, request_id_len, request_id_cut;
-        char request_id[JOURNAL_REQUEST_ID_MAX];
-    } journal;
+    uint64_t rx_left;           /* bytes of the frame being handed to wslay still to hand it */
+    ws_frame_reader_t rx;       /* the frames judged so far: the limits, the open message */
+    uint16_t client_code;       /* the code of the client's close frame */
+    uint8_t *msg;               /* the data message being received */
+    size_t msg_len, msg_cap;    /* its bytes so far, and room */
+    char *wbuf;                 /* frames for the socket; one write in flight */
+    size_t wlen;                /* bytes in wbuf (being written, or gathered) */
+    traceparent_t trace;        /* the handshake's, for the log */
+    journal_record_t handshake; /* with JOURNAL on: the handshake's record, each message's start */
     _Alignas(max_align_t) uint8_t data[]; /* the route's room */
 };
 
 static ws_stats_t *stats_of(ws_conn_t *c)
 {
-    return &c->loop->stats[c->kind];
-}
-
-/* ---- the journal: a record per data message ---------------------------------------------------
- */
-
-/* What the messages' records take from the handshake request (with JOURNAL on). */
-static void journal_handshake(ws_conn_t *c, notesd_req_t *r)
-{
-    h2o_req_t *req = r->req;
-    c->journal.conn_id = req->conn->id;
-    c->journal.conn_at_us =
-        (int64_t)req->conn->connected_at.tv_sec * 1000000 + req->conn->connected_at.tv_usec;
-    c->journal.route = r->route;
-    c->journal.loop = (uint8_t)r->loop->index;
-    ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
-    if (i >= 0) {
-        journal_record_t id; /* the header's value as every record keeps it */
-        journal_set_request_id(&id, req->headers.entries[i].value.base,
-                               req->headers.entries[i].value.len);
-        c->journal.request_id_cut = id.request_id_cut;
-        c->journal.request_id_len = id.request_id_len;
-        memcpy(c->journal.request_id, id.request_id, id.request_id_len);
-    }
-}
-
-/* One message, received whole (JOURNAL_WS_IN) or queued (JOURNAL_WS_OUT), with
- * the handshake's connection, route, trace id and X-Request-Id. */
-static void journal_message(ws_conn_t *c, enum journal_kind kind, size_t len)
-{
-    struct timespec wall;
-    journal_record_t rec;
-
-    clock_gettime(CLOCK_REALTIME, &wall);
-    memset(&rec, 0, sizeof(rec));
-    rec.kind = (uint8_t)kind;
-    rec.loop = c->journal.loop;
-    rec.conn_id = c->journal.conn_id;
-    rec.conn_at_us = c->journal.conn_at_us;
-    rec.arrived_us = rec.started_us = rec.ended_us =
-        (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000;
-    rec.proto = JOURNAL_H1;
-    rec.method = 0; /* the handshake's GET */
-    rec.route = c->journal.route;
-    rec.status = 101;
-    if (kind == JOURNAL_WS_IN)
-        rec.bytes_in = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
-    else
-        rec.bytes_out = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
-    if (c->traced)
-        rec.trace_hi = c->trace.trace_hi, rec.trace_lo = c->trace.trace_lo;
-    rec.request_id_len = c->journal.request_id_len;
-    rec.request_id_cut = c->journal.request_id_cut;
-    memcpy(rec.request_id, c->journal.request_id, rec.request_id_len);
-    journal_add(c->loop->journal, &rec);
+    return &c->loop->stats.route[c->route->slot];
 }
 
 /* The one writer of c->state: asserts the edge, keeps the open gauge and
@@ -175,7 +103,7 @@ static void ws_set_state(ws_conn_t *c, enum ws_state to)
     switch (to) {
     case WS_OPEN:
         assert(from == WS_HANDSHAKE);
-        STAT_ADD(c->loop->open[c->kind], 1);
+        STAT_ADD(c->loop->stats.open[c->route->slot], 1);
         timers_link(timers, &c->deadline, c->active_ns + c->limits.idle_timeout_ms * 1000000);
         break;
     case WS_CLOSING:
@@ -192,7 +120,7 @@ static void ws_set_state(ws_conn_t *c, enum ws_state to)
         timers_unlink(timers, &c->deadline);
         timers_unlink(timers, &c->route_timer);
         if (from != WS_HANDSHAKE)
-            STAT_SUB(c->loop->open[c->kind], 1);
+            STAT_SUB(c->loop->stats.open[c->route->slot], 1);
         break;
     case WS_HANDSHAKE:
         assert(!"a connection never goes back to its handshake");
@@ -215,7 +143,7 @@ static void log_closed(ws_conn_t *c, double seconds)
     char id[TRACEPARENT_TRACE_ID_HEX];
     if (c->traced)
         traceparent_trace_id_hex(c->trace.trace_hi, c->trace.trace_lo, id);
-    log_debug("ws %s: closed (%s) after %.3f s, %llu message(s) in%s%.*s", ws_kind_labels[c->kind],
+    log_debug("ws %s: closed (%s) after %.3f s, %llu message(s) in%s%.*s", *c->route->label,
               ws_close_labels[c->reason], seconds, (unsigned long long)c->messages_in,
               c->traced ? ", trace=" : "", c->traced ? (int)sizeof(id) : 0, id);
 }
@@ -437,7 +365,7 @@ static int frame_begins(ws_conn_t *c)
     size_t head = ws_frame_head_read((const uint8_t *)in->bytes, in->size, &h);
     if (head == 0)
         return 0;
-    switch (ws_frame_check(&h, c->rx_in_message, c->rx_message_len, &c->limits)) {
+    switch (ws_frame_judge(&c->rx, &h)) {
     case WS_FRAME_OK:
         break;
     case WS_FRAME_PROTOCOL:
@@ -446,12 +374,6 @@ static int frame_begins(ws_conn_t *c)
     case WS_FRAME_TOO_BIG:
         ws_close(c, WS_CLOSE_TOO_BIG);
         return 0;
-    }
-    if (h.opcode <= WSLAY_BINARY_FRAME) { /* a data frame: the message it belongs to */
-        if (h.opcode != WSLAY_CONTINUATION_FRAME)
-            c->rx_message_len = 0;
-        c->rx_message_len += h.payload_length;
-        c->rx_in_message = !h.fin;
     }
     c->rx_left = head + h.payload_length;
     return 1;
@@ -553,7 +475,7 @@ static void on_wslay_message(wslay_event_context_ptr ctx,
     STAT_ADD(st->messages_in, 1);
     STAT_ADD(st->bytes_in, c->msg_len);
     if (c->loop->journal != NULL)
-        journal_message(c, JOURNAL_WS_IN, c->msg_len);
+        ws_report_journal(c->loop->journal, &c->handshake, JOURNAL_WS_IN, c->msg_len);
     if (c->limits.max_messages != 0 && c->messages_in > c->limits.max_messages)
         ws_close(c, WS_CLOSE_MESSAGE_LIMIT);
     else if (c->h->on_message != NULL)
@@ -574,20 +496,23 @@ static const struct wslay_event_callbacks wslay_callbacks = {
     .on_msg_recv_callback = on_wslay_message,
 };
 
-/* ---- the handshake ------------------------------------------------------------------------- */
+/* ---- a connection's start -------------------------------------------------------------------- */
 
 /* A connection in its handshake, with its limits, handlers and route's room. */
-static ws_conn_t *conn_new(ws_loop_t *w, enum ws_kind kind, const request_ws_limits_t *limits,
+static ws_conn_t *conn_new(ws_loop_t *w, const ws_route_t *route, const request_ws_limits_t *limits,
                            const ws_handlers_t *h, const void *data, size_t data_size)
 {
     ws_conn_t *c = calloc(1, sizeof(*c) + data_size);
     if (c == NULL)
         abort(); /* out of memory: see the policy in main.c */
+    assert(route->slot < WS_ROUTES_MAX);
     c->loop = w;
     c->h = h;
-    c->kind = kind;
+    c->route = route;
     c->state = WS_HANDSHAKE;
     c->limits = *limits;
+    c->rx.max_fragment_bytes = limits->max_fragment_bytes;
+    c->rx.max_message_bytes = limits->max_message_bytes;
     c->deadline.cb = on_deadline;
     c->route_timer.cb = on_route_timer;
     if (data != NULL)
@@ -649,107 +574,31 @@ static void on_upgraded(void *data, h2o_socket_t *sock, size_t reqsize)
     }
 }
 
-ws_conn_t *ws_open(ws_loop_t *w, enum ws_kind kind, const request_ws_limits_t *limits,
+ws_conn_t *ws_open(ws_loop_t *w, const ws_route_t *route, const request_ws_limits_t *limits,
                    const ws_handlers_t *h, const void *data, size_t data_size, h2o_socket_t *sock)
 {
-    return conn_start(conn_new(w, kind, limits, h, data, data_size), sock);
+    return conn_start(conn_new(w, route, limits, h, data, data_size), sock);
 }
 
-/* A Sec-WebSocket-Key is 16 bytes in base64: 22 characters and "==". */
-static int key_is_valid(h2o_iovec_t key)
+int ws_accept(notesd_req_t *r, ws_loop_t *w, const ws_route_t *route,
+              const request_ws_limits_t *limits, const ws_handlers_t *h, const void *data,
+              size_t data_size)
 {
-    if (key.len != 24 || key.base[22] != '=' || key.base[23] != '=')
-        return 0;
-    for (size_t i = 0; i < 22; i++) {
-        char ch = key.base[i];
-        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-              ch == '+' || ch == '/'))
-            return 0;
-    }
-    return 1;
-}
+    h2o_iovec_t key;
 
-/* A header's value, without the whitespace around it (RFC 9110 section 5.5). */
-static h2o_iovec_t header_value(h2o_req_t *req, const char *name, size_t len)
-{
-    ssize_t i = h2o_find_header_by_str(&req->headers, name, len, -1);
-    if (i < 0)
-        return h2o_iovec_init(NULL, 0);
-    h2o_iovec_t v = req->headers.entries[i].value;
-    v.len = head_trim((const char **)&v.base, v.len);
-    return v;
-}
-
-/* 426 Upgrade Required: the route speaks only WebSocket (RFC 9110 section 15.5.22). */
-static void respond_upgrade_required(notesd_req_t *r, const char *message)
-{
-    h2o_add_header(&r->req->pool, &r->req->res.headers, H2O_TOKEN_UPGRADE, NULL,
-                   H2O_STRLIT("websocket"));
-    respond_error(r, 426, message);
-}
-
-void ws_accept_key(const char key[24], char out[28])
-{
-    uint8_t src[24 + sizeof(WS_GUID) - 1], digest[SHA_DIGEST_LENGTH];
-    char b64[32];
-    memcpy(src, key, 24);
-    memcpy(src + 24, WS_GUID, sizeof(WS_GUID) - 1);
-    SHA1(src, sizeof(src), digest);
-    h2o_base64_encode(b64, digest, sizeof(digest), 0);
-    memcpy(out, b64, 28);
-}
-
-int ws_accept(notesd_req_t *r, ws_loop_t *w, enum ws_kind kind, const request_ws_limits_t *limits,
-              const ws_handlers_t *h, const void *data, size_t data_size)
-{
-    h2o_req_t *req = r->req;
-
-    if (req->version != 0x101) {
-        respond_error(r, 400,
-                      "WebSocket needs HTTP/1.1: h2o 2.2.5 upgrades neither HTTP/2 (no RFC 8441) "
-                      "nor HTTP/1.0");
-        return 0;
-    }
-    h2o_iovec_t upgrade = req->upgrade;
-    if (upgrade.base != NULL)
-        upgrade.len = head_trim((const char **)&upgrade.base, upgrade.len);
-    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) || upgrade.base == NULL ||
-        !h2o_lcstris(upgrade.base, upgrade.len, H2O_STRLIT("websocket"))) {
-        respond_upgrade_required(r, "this route speaks WebSocket: send GET with "
-                                    "Connection: Upgrade and Upgrade: websocket");
-        return 0;
-    }
-    h2o_iovec_t version = header_value(req, H2O_STRLIT("sec-websocket-version"));
-    if (!h2o_memis(version.base, version.len, H2O_STRLIT("13"))) {
-        h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("sec-websocket-version"), 0,
-                              NULL, H2O_STRLIT("13"));
-        respond_upgrade_required(r, "Sec-WebSocket-Version must be 13");
-        return 0;
-    }
-    h2o_iovec_t key = header_value(req, H2O_STRLIT("sec-websocket-key"));
-    if (!key_is_valid(key)) {
-        respond_error(r, 400, "Sec-WebSocket-Key must be 16 bytes in base64");
-        return 0;
-    }
+    if (ws_handshake_check(r, &key) != 0)
+        return 0; /* answered: 426 or 400 */
     if (w->shutting_down) {
         respond_unavailable(r, "shutting down");
         return 0;
     }
-
-    ws_conn_t *c = conn_new(w, kind, limits, h, data, data_size);
+    ws_conn_t *c = conn_new(w, route, limits, h, data, data_size);
     c->traced = (uint8_t)request_trace(r, &c->trace);
-    if (w->journal != NULL)
-        journal_handshake(c, r);
-
-    char *accept = h2o_mem_alloc_pool(&req->pool, 28);
-    ws_accept_key(key.base, accept);
-    req->res.status = 101;
-    req->res.reason = "Switching Protocols";
-    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_UPGRADE, NULL, H2O_STRLIT("websocket"));
-    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("sec-websocket-accept"), 0,
-                          NULL, accept, 28);
-    request_add_server_timing(r);
-    h2o_http1_upgrade(req, NULL, 0, on_upgraded, c);
+    if (w->journal != NULL) {
+        request_journal_fill(r, stats_now_ns(), &c->handshake);
+        c->handshake.status = 101;
+    }
+    ws_handshake_switch(r, key, on_upgraded, c);
     return 0;
 }
 
@@ -761,9 +610,7 @@ void ws_loop_init(ws_loop_t *w, timers_t *timers, journal_t *journal)
     h2o_linklist_init_anchor(&w->conns);
     w->timers = timers;
     w->journal = journal;
-    for (size_t k = 0; k < WS_KIND__COUNT; k++)
-        histogram_init(&w->stats[k].lifetime, lifetime_bounds,
-                       sizeof(lifetime_bounds) / sizeof(lifetime_bounds[0]));
+    ws_loop_stats_init(&w->stats);
 }
 
 void *ws_data(ws_conn_t *c)
@@ -792,7 +639,7 @@ int ws_send(ws_conn_t *c, int binary, const void *msg, size_t len)
     STAT_ADD(st->messages_out, 1);
     STAT_ADD(st->bytes_out, len);
     if (c->loop->journal != NULL)
-        journal_message(c, JOURNAL_WS_OUT, len);
+        ws_report_journal(c->loop->journal, &c->handshake, JOURNAL_WS_OUT, len);
     return 0;
 }
 
@@ -852,137 +699,4 @@ void ws_shutdown(ws_loop_t *w)
 int ws_is_empty(const ws_loop_t *w)
 {
     return h2o_linklist_is_empty((h2o_linklist_t *)&w->conns);
-}
-
-/* ---- a frame's header ----------------------------------------------------------------------- */
-
-size_t ws_frame_head_read(const uint8_t *p, size_t n, ws_frame_head_t *h)
-{
-    if (n < 2)
-        return 0;
-    h->fin = p[0] >> 7;
-    h->rsv = (p[0] >> 4) & 7;
-    h->opcode = p[0] & 0x0f;
-    h->masked = p[1] >> 7;
-    h->payload_length = p[1] & 0x7f;
-    h->length_bytes = h->payload_length == 126 ? 2 : h->payload_length == 127 ? 8 : 0;
-    size_t head = 2 + h->length_bytes + (h->masked ? 4 : 0);
-    if (n < head)
-        return 0;
-    if (h->length_bytes != 0) {
-        h->payload_length = 0;
-        for (size_t i = 0; i < h->length_bytes; i++)
-            h->payload_length = h->payload_length << 8 | p[2 + i];
-    }
-    return head;
-}
-
-enum ws_frame_verdict ws_frame_check(const ws_frame_head_t *h, int in_message, uint64_t message_len,
-                                     const request_ws_limits_t *limits)
-{
-    uint64_t len = h->payload_length;
-
-    /* section 5.2: no extension is negotiated, the client masks, 3-7 and B-F are
-     * reserved, and a length takes its shortest form with the top bit clear */
-    if (h->rsv != 0 || !h->masked || (h->opcode > WSLAY_BINARY_FRAME && h->opcode < 0x8) ||
-        h->opcode > WSLAY_PONG || (h->length_bytes == 2 && len < 126) ||
-        (h->length_bytes == 8 && (len < 65536 || len >> 63 != 0)))
-        return WS_FRAME_PROTOCOL;
-    if (h->opcode >= WSLAY_CONNECTION_CLOSE) {
-        /* section 5.5: control frames are whole and short; 5.5.1: a close body
-         * is empty or starts with a 2-byte code */
-        if (!h->fin || len > 125 || (h->opcode == WSLAY_CONNECTION_CLOSE && len == 1))
-            return WS_FRAME_PROTOCOL;
-        return WS_FRAME_OK;
-    }
-    /* section 5.4: a continuation continues an open message; a new one waits
-     * for the last frame of the one before */
-    if ((h->opcode == WSLAY_CONTINUATION_FRAME) != (in_message != 0))
-        return WS_FRAME_PROTOCOL;
-    if (h->opcode != WSLAY_CONTINUATION_FRAME)
-        message_len = 0;
-    if (len > limits->max_fragment_bytes || message_len > limits->max_message_bytes ||
-        len > limits->max_message_bytes - message_len)
-        return WS_FRAME_TOO_BIG;
-    return WS_FRAME_OK;
-}
-
-/* ---- the metrics page's figures ---------------------------------------------------------- */
-
-void ws_report_init(ws_report_t *r)
-{
-    memset(r, 0, sizeof(*r));
-    for (size_t k = 0; k < WS_KIND__COUNT; k++)
-        histogram_init(&r->all[k].lifetime, lifetime_bounds,
-                       sizeof(lifetime_bounds) / sizeof(lifetime_bounds[0]));
-}
-
-void ws_report_add(ws_report_t *r, const ws_loop_t *w)
-{
-    for (size_t k = 0; k < WS_KIND__COUNT; k++) {
-        const ws_stats_t *st = &w->stats[k];
-        ws_stats_t *all = &r->all[k];
-        r->open[k] += STAT_READ(w->open[k]);
-        all->opened += STAT_READ(st->opened);
-        all->messages_in += STAT_READ(st->messages_in);
-        all->bytes_in += STAT_READ(st->bytes_in);
-        all->messages_out += STAT_READ(st->messages_out);
-        all->bytes_out += STAT_READ(st->bytes_out);
-        all->skipped += STAT_READ(st->skipped);
-        for (size_t c = 0; c < WS_CLOSE__COUNT; c++)
-            all->closes[c] += STAT_READ(st->closes[c]);
-        histogram_accumulate(&all->lifetime, &st->lifetime);
-    }
-}
-
-void ws_report_write(const ws_report_t *r, exposition_t *o)
-{
-    const char *const *path = ws_kind_labels;
-
-    exposition_family(o, "notes_ws_connections", "gauge",
-                      "WebSocket connections open now (past the 101, not yet closed), by route.");
-    for (size_t k = 0; k < WS_KIND__COUNT; k++)
-        exposition_printf(o, "notes_ws_connections{path=\"%s\"} %zu\n", path[k], r->open[k]);
-    exposition_family(o, "notes_ws_connections_opened_total", "counter",
-                      "WebSocket connections opened (101 written), by route.");
-    for (size_t k = 0; k < WS_KIND__COUNT; k++)
-        exposition_printf(o, "notes_ws_connections_opened_total{path=\"%s\"} %llu\n", path[k],
-                          (unsigned long long)r->all[k].opened);
-    exposition_family(o, "notes_ws_messages_total", "counter",
-                      "WebSocket data messages: received whole from clients, and queued to be "
-                      "sent.");
-    for (size_t k = 0; k < WS_KIND__COUNT; k++)
-        exposition_printf(o,
-                          "notes_ws_messages_total{path=\"%s\",direction=\"received\"} %llu\n"
-                          "notes_ws_messages_total{path=\"%s\",direction=\"sent\"} %llu\n",
-                          path[k], (unsigned long long)r->all[k].messages_in, path[k],
-                          (unsigned long long)r->all[k].messages_out);
-    exposition_family(o, "notes_ws_message_bytes_total", "counter",
-                      "Payload bytes of those WebSocket messages (frame headers not counted).");
-    for (size_t k = 0; k < WS_KIND__COUNT; k++)
-        exposition_printf(o,
-                          "notes_ws_message_bytes_total{path=\"%s\",direction=\"received\"} %llu\n"
-                          "notes_ws_message_bytes_total{path=\"%s\",direction=\"sent\"} %llu\n",
-                          path[k], (unsigned long long)r->all[k].bytes_in, path[k],
-                          (unsigned long long)r->all[k].bytes_out);
-    exposition_family(o, "notes_ws_messages_skipped_total", "counter",
-                      "Messages a route left out because the client was not reading (the feed's "
-                      "gaps).");
-    for (size_t k = 0; k < WS_KIND__COUNT; k++)
-        exposition_printf(o, "notes_ws_messages_skipped_total{path=\"%s\"} %llu\n", path[k],
-                          (unsigned long long)r->all[k].skipped);
-    exposition_family(o, "notes_ws_closes_total", "counter",
-                      "WebSocket connections ended, by reason.");
-    for (size_t k = 0; k < WS_KIND__COUNT; k++)
-        for (size_t c = 0; c < WS_CLOSE__COUNT; c++)
-            exposition_printf(o, "notes_ws_closes_total{path=\"%s\",reason=\"%s\"} %llu\n", path[k],
-                              ws_close_labels[c], (unsigned long long)r->all[k].closes[c]);
-    exposition_family(o, "notes_ws_connection_duration_seconds", "histogram",
-                      "Seconds from the 101 being written to the WebSocket's socket closing.");
-    for (size_t k = 0; k < WS_KIND__COUNT; k++) {
-        char labels[48];
-        snprintf(labels, sizeof(labels), "path=\"%s\",", path[k]);
-        exposition_histogram(o, "notes_ws_connection_duration_seconds", labels, &r->all[k].lifetime,
-                             NULL);
-    }
 }

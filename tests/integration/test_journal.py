@@ -167,14 +167,16 @@ class JournalTest(ServerTestCase):
     def test_websocket_messages_have_records_of_their_own(self):
         """A WebSocket's handshake is one request (101); then every data message it
         receives (ws_in) and sends (ws_out) is a record, on the handshake's
-        connection and route, with its X-Request-Id and payload size."""
+        connection and route, with its X-Request-Id, trace id and payload size:
+        the handshake's record but for its kind, bytes and times."""
         since = 0
         while True:
             got, _, nxt = page(self.server, since, 1000)
             if not got:
                 break
             since = nxt
-        ws = WebSocket(self.port, "/ws/echo", headers={"X-Request-Id": "ws-1"})
+        ws = WebSocket(self.port, "/ws/echo",
+                       headers={"X-Request-Id": "ws-1", "traceparent": TRACE})
         for text in ("a", "bb", "ccc"):
             ws.send(text.encode())
             self.assertEqual(ws.recv()[1], text.encode())
@@ -190,6 +192,14 @@ class JournalTest(ServerTestCase):
         self.assertEqual({r["route"] for r in mine}, {"/ws/echo"})
         self.assertEqual(mine[0]["status"], 101)
         self.assertEqual([r["seq"] for r in mine], sorted(r["seq"] for r in mine))
+        self.assertEqual(mine[0]["trace_id"], TRACE.split("-")[1])
+        own = ("seq", "kind", "bytes_in", "bytes_out", "arrived_us", "started_us", "ended_us")
+        shared = {k: v for k, v in mine[0].items() if k not in own}
+        for r in mine[1:]:
+            with self.subTest(seq=r["seq"]):
+                self.assertEqual({k: v for k, v in r.items() if k not in own}, shared)
+                self.assertEqual(r["arrived_us"], r["started_us"])
+                self.assertEqual(r["started_us"], r["ended_us"])
 
     def test_the_metrics_port_and_bad_pages(self):
         for path in ("/journal?loop=1", "/journal?limit=0", "/journal?limit=5001",

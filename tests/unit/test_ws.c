@@ -1,15 +1,16 @@
 /*
- * test_ws.c - unit tests of server/ws.c: Sec-WebSocket-Accept, against RFC
- * 6455's own example (section 1.3) and one computed elsewhere (Python's
- * hashlib and base64); a frame's header read and judged (ws_frame_head_read,
- * ws_frame_check); and whole connections driven over a socketpair on a real
- * h2o event loop (ws_open), with the test as the client writing frames by
- * hand: an echo, every frame RFC 6455 forbids refused from its header with
- * 1002, the limits' 1009 from a header alone, and the bound on what a client
- * that sends and never reads can make the server queue, with the 1008 that
- * ends it.
+ * test_ws.c - unit tests of server/ws.c and ws_handshake.c: Sec-WebSocket-Accept,
+ * against RFC 6455's own example (section 1.3) and one computed elsewhere
+ * (Python's hashlib and base64); and whole connections driven over a
+ * socketpair on a real h2o event loop (ws_open), with the test as the client
+ * writing frames by hand: an echo, every frame RFC 6455 forbids refused from
+ * its header with 1002, the limits' 1009 from a header alone, and the bound
+ * on what a client that sends and never reads can make the server queue,
+ * with the 1008 that ends it, each counted in its route's slot. The headers'
+ * verdicts one by one are test_ws_frame.c's.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -17,9 +18,11 @@
 #include <unistd.h>
 #include <h2o.h>
 #include "check.h"
+#include "ws_client_frames.h"
 #include "stats.h"
 #include "timers.h"
 #include "ws.h"
+#include "ws_handshake.h"
 
 #define DEADLINE_MS 5000 /* the longest any step below waits for the loop */
 
@@ -32,133 +35,18 @@ static void the_accept_key_is_rfc_6455s(void)
     CHECK_MEM_EQ(out, sizeof(out), "ICX+Yqv66kxgM0FcWaLWlFLwTAI=");
 }
 
-/* ---- frames as a client writes them ------------------------------------------------------- */
-
-enum { OP_CONT = 0, OP_TEXT = 1, OP_BINARY = 2, OP_CLOSE = 8, OP_PING = 9, OP_PONG = 10 };
-
-/* Writes one frame into `out` (room for 14 + len bytes); returns its length.
- * `declared` is the length the header states (normally len), `length_bytes`
- * forces the extended form (0: the shortest), and the payload is masked with
- * a fixed key unless `unmasked`. */
-typedef struct frame_spec {
-    int fin, rsv, opcode, unmasked, length_bytes;
-    uint64_t declared;
-} frame_spec_t;
-
-static size_t frame_write(uint8_t *out, frame_spec_t f, const void *payload, size_t len)
-{
-    static const uint8_t key[4] = {0x37, 0xfa, 0x21, 0x3d};
-    size_t n = 0;
-    int lb = f.length_bytes != 0  ? f.length_bytes
-             : f.declared < 126   ? 0
-             : f.declared < 65536 ? 2
-                                  : 8;
-    out[n++] = (uint8_t)((f.fin ? 0x80 : 0) | f.rsv << 4 | f.opcode);
-    uint8_t mask = f.unmasked ? 0 : 0x80;
-    if (lb == 0) {
-        out[n++] = mask | (uint8_t)f.declared;
-    } else {
-        out[n++] = mask | (lb == 2 ? 126 : 127);
-        for (int i = lb - 1; i >= 0; i--)
-            out[n++] = (uint8_t)(f.declared >> (8 * i));
-    }
-    if (!f.unmasked) {
-        memcpy(out + n, key, 4);
-        n += 4;
-    }
-    for (size_t i = 0; i < len; i++)
-        out[n + i] = ((const uint8_t *)payload)[i] ^ (f.unmasked ? 0 : key[i % 4]);
-    return n + len;
-}
-
-/* A whole frame: FIN set, masked, its real length declared. */
-static frame_spec_t whole(int opcode, size_t len)
-{
-    return (frame_spec_t){.fin = 1, .opcode = opcode, .declared = len};
-}
-
-/* ---- ws_frame_head_read and ws_frame_check ------------------------------------------------ */
-
 static const request_ws_limits_t limits_64k = {
     .max_message_bytes = 65536, .max_fragment_bytes = 65536, .idle_timeout_ms = 60000};
-
-/* The verdict on a frame's header alone (its payload is never written). */
-static enum ws_frame_verdict judge(frame_spec_t f, int in_message, uint64_t message_len)
-{
-    uint8_t buf[14];
-    ws_frame_head_t h;
-    size_t n = frame_write(buf, f, NULL, 0);
-    CHECK_INT_EQ(ws_frame_head_read(buf, n, &h), n);
-    return ws_frame_check(&h, in_message, message_len, &limits_64k);
-}
-
-static void a_header_is_read_only_once_all_of_it_is_there(void)
-{
-    uint8_t buf[14];
-    ws_frame_head_t h;
-    size_t n = frame_write(buf, whole(OP_BINARY, (uint64_t)1 << 62), NULL, 0);
-    CHECK_INT_EQ(n, 14); /* 2 + an 8-byte length + the key */
-    for (size_t k = 0; k < n; k++)
-        CHECK_INT_EQ(ws_frame_head_read(buf, k, &h), 0);
-    CHECK_INT_EQ(ws_frame_head_read(buf, n, &h), 14);
-    CHECK_INT_EQ(h.payload_length, (uint64_t)1 << 62);
-    CHECK_INT_EQ(h.length_bytes, 8);
-    CHECK(h.fin && h.masked && h.opcode == OP_BINARY && h.rsv == 0);
-    n = frame_write(buf, whole(OP_TEXT, 300), NULL, 0);
-    CHECK_INT_EQ(ws_frame_head_read(buf, n, &h), 8);
-    CHECK_INT_EQ(h.payload_length, 300);
-}
-
-static void frames_rfc_6455_forbids_are_protocol_errors(void)
-{
-    CHECK_INT_EQ(judge(whole(OP_TEXT, 5), 0, 0), WS_FRAME_OK);
-    CHECK_INT_EQ(judge(whole(OP_PING, 125), 0, 0), WS_FRAME_OK);
-    CHECK_INT_EQ(judge(whole(OP_CLOSE, 0), 0, 0), WS_FRAME_OK);
-    CHECK_INT_EQ(judge(whole(OP_CLOSE, 2), 0, 0), WS_FRAME_OK);
-    CHECK_INT_EQ(judge(whole(OP_PING, 3), 1, 100), WS_FRAME_OK); /* between fragments */
-    /* control frames: 125 bytes at most, never fragmented; a close body of one byte */
-    CHECK_INT_EQ(judge(whole(OP_PING, 126), 0, 0), WS_FRAME_PROTOCOL);
-    CHECK_INT_EQ(judge((frame_spec_t){.opcode = OP_PING, .declared = 1}, 0, 0), WS_FRAME_PROTOCOL);
-    CHECK_INT_EQ(judge(whole(OP_CLOSE, 1), 0, 0), WS_FRAME_PROTOCOL);
-    CHECK_INT_EQ(judge(whole(OP_PONG, 200), 0, 0), WS_FRAME_PROTOCOL);
-    /* lengths: the shortest form, the top bit clear */
-    frame_spec_t f = whole(OP_BINARY, (uint64_t)1 << 63);
-    CHECK_INT_EQ(judge(f, 0, 0), WS_FRAME_PROTOCOL);
-    f = whole(OP_BINARY, 5), f.length_bytes = 2;
-    CHECK_INT_EQ(judge(f, 0, 0), WS_FRAME_PROTOCOL);
-    f = whole(OP_BINARY, 1000), f.length_bytes = 8;
-    CHECK_INT_EQ(judge(f, 0, 0), WS_FRAME_PROTOCOL);
-    /* no extension, a mask, no reserved opcode */
-    f = whole(OP_TEXT, 1), f.rsv = 4;
-    CHECK_INT_EQ(judge(f, 0, 0), WS_FRAME_PROTOCOL);
-    f = whole(OP_TEXT, 1), f.unmasked = 1;
-    CHECK_INT_EQ(judge(f, 0, 0), WS_FRAME_PROTOCOL);
-    for (int op = 3; op <= 15; op++)
-        if (op < OP_CLOSE || op > OP_PONG)
-            CHECK_INT_EQ(judge(whole(op, 0), 0, 0), WS_FRAME_PROTOCOL);
-    /* fragments: a continuation needs an open message, a new message a closed one */
-    CHECK_INT_EQ(judge(whole(OP_CONT, 1), 0, 0), WS_FRAME_PROTOCOL);
-    CHECK_INT_EQ(judge(whole(OP_TEXT, 1), 1, 10), WS_FRAME_PROTOCOL);
-    CHECK_INT_EQ(judge(whole(OP_CONT, 1), 1, 10), WS_FRAME_OK);
-}
-
-static void lengths_past_the_limits_are_too_big_from_the_header(void)
-{
-    CHECK_INT_EQ(judge(whole(OP_BINARY, 65536), 0, 0), WS_FRAME_OK);
-    CHECK_INT_EQ(judge(whole(OP_BINARY, 65537), 0, 0), WS_FRAME_TOO_BIG);
-    CHECK_INT_EQ(judge(whole(OP_BINARY, (uint64_t)1 << 62), 0, 0), WS_FRAME_TOO_BIG);
-    CHECK_INT_EQ(judge(whole(OP_CONT, 36), 1, 65500), WS_FRAME_OK);
-    CHECK_INT_EQ(judge(whole(OP_CONT, 37), 1, 65500), WS_FRAME_TOO_BIG);
-    CHECK_INT_EQ(judge(whole(OP_CONT, 0), 1, 65537), WS_FRAME_TOO_BIG);
-    /* a new message starts from nothing, whatever the one before had */
-    CHECK_INT_EQ(judge(whole(OP_TEXT, 65536), 0, 65536), WS_FRAME_OK);
-}
 
 /* ---- connections over a socketpair -------------------------------------------------------- */
 
 static h2o_loop_t *loop;
 static timers_t timers;
 static ws_loop_t wsl;
+/* The route the connections count in: a slot that is not the first, named
+ * as a route module names its routes (a pointer to its label). */
+static const char *const echo_label = "/ws/test";
+static const ws_route_t echo_route = {.label = &echo_label, .slot = WS_ROUTES_MAX - 1};
 static int conns_closed; /* on_close calls */
 
 static void on_echo_message(ws_conn_t *c, int binary, const uint8_t *msg, size_t len)
@@ -203,7 +91,7 @@ static void client_open(client_t *cl, const request_ws_limits_t *limits)
     cl->fd = sv[1];
     cl->in = malloc(1 << 20);
     h2o_socket_t *sock = h2o_evloop_socket_create(loop, sv[0], 0);
-    cl->c = ws_open(&wsl, WS_ECHO, limits, &echo, NULL, 0, sock);
+    cl->c = ws_open(&wsl, &echo_route, limits, &echo, NULL, 0, sock);
     CHECK(cl->c != NULL);
 }
 
@@ -326,7 +214,7 @@ static void refused_with(const uint8_t *bytes, size_t n, int code, enum ws_close
 {
     client_t cl;
     size_t consumed = 0, echoed = 0;
-    uint64_t counted = wsl.stats[WS_ECHO].closes[reason];
+    uint64_t counted = wsl.stats.route[echo_route.slot].closes[reason];
     int closed = conns_closed;
 
     client_open(&cl, limits);
@@ -335,7 +223,7 @@ static void refused_with(const uint8_t *bytes, size_t n, int code, enum ws_close
     CHECK_INT_EQ(echoed, 0);
     client_close(&cl);
     CHECK(run_until_released(closed));
-    CHECK_INT_EQ(wsl.stats[WS_ECHO].closes[reason], counted + 1);
+    CHECK_INT_EQ(wsl.stats.route[echo_route.slot].closes[reason], counted + 1);
 }
 
 static void forbidden_control_frames_close_1002_counted_as_protocol_errors(void)
@@ -383,7 +271,7 @@ static void a_client_that_never_reads_is_bounded_then_closed(const uint8_t *fram
     client_t cl;
     uint8_t batch[6 * 1024];
     size_t per = sizeof(batch) / n, most = 0, sent = 0, stalled = 0;
-    uint64_t counted = wsl.stats[WS_ECHO].closes[WS_CLOSE_NOT_READING];
+    uint64_t counted = wsl.stats.route[echo_route.slot].closes[WS_CLOSE_NOT_READING];
     int closed = conns_closed;
 
     for (size_t i = 0; i < per; i++)
@@ -416,7 +304,7 @@ static void a_client_that_never_reads_is_bounded_then_closed(const uint8_t *fram
     CHECK_INT_EQ(client_close_code(&cl, &consumed, NULL), 1008);
     client_close(&cl);
     CHECK(run_until_released(closed));
-    CHECK_INT_EQ(wsl.stats[WS_ECHO].closes[WS_CLOSE_NOT_READING], counted + 1);
+    CHECK_INT_EQ(wsl.stats.route[echo_route.slot].closes[WS_CLOSE_NOT_READING], counted + 1);
 }
 
 static void empty_frames_from_a_client_that_never_reads_are_bounded(void)
@@ -430,12 +318,47 @@ static void empty_frames_from_a_client_that_never_reads_are_bounded(void)
     a_client_that_never_reads_is_bounded_then_closed(frame, n, "1-byte messages");
 }
 
+/* What the connections above counted is in their route's slot alone, and the
+ * metrics page names it with the route's label: one series per family for the
+ * one route asked for. */
+static void the_route_names_and_holds_its_counters(void)
+{
+    const ws_stats_t *mine = &wsl.stats.route[echo_route.slot];
+    CHECK(mine->opened > 0);
+    CHECK(mine->closes[WS_CLOSE_PROTOCOL] > 0);
+    for (size_t k = 0; k < WS_ROUTES_MAX; k++)
+        if (k != echo_route.slot)
+            CHECK_INT_EQ(wsl.stats.route[k].opened + wsl.stats.route[k].closes[WS_CLOSE_PROTOCOL],
+                         0);
+
+    h2o_mem_pool_t pool;
+    h2o_mem_init_pool(&pool);
+    ws_report_t report;
+    ws_report_init(&report);
+    ws_report_add(&report, &wsl.stats);
+    exposition_t o;
+    exposition_init(&o, &pool, 4096, 0);
+    ws_report_write(&report, &o, &echo_route, 1);
+    char *page = strndup(o.start, exposition_len(&o));
+    char want[128];
+    snprintf(want, sizeof(want),
+             "\nnotes_ws_closes_total{path=\"/ws/test\",reason=\"protocol_error\"} %llu\n",
+             (unsigned long long)mine->closes[WS_CLOSE_PROTOCOL]);
+    CHECK(strstr(page, want) != NULL);
+    snprintf(want, sizeof(want), "\nnotes_ws_connections_opened_total{path=\"/ws/test\"} %llu\n",
+             (unsigned long long)mine->opened);
+    CHECK(strstr(page, want) != NULL);
+    size_t series = 0;
+    for (const char *p = page; (p = strstr(p, "\nnotes_ws_connections{")) != NULL; p++)
+        series++;
+    CHECK_INT_EQ(series, 1);
+    free(page);
+    h2o_mem_clear_pool(&pool);
+}
+
 int main(void)
 {
     CHECK_RUN(the_accept_key_is_rfc_6455s);
-    CHECK_RUN(a_header_is_read_only_once_all_of_it_is_there);
-    CHECK_RUN(frames_rfc_6455_forbids_are_protocol_errors);
-    CHECK_RUN(lengths_past_the_limits_are_too_big_from_the_header);
 
     loop = h2o_evloop_create();
     if (timers_start(&timers, loop) != 0)
@@ -445,6 +368,7 @@ int main(void)
     CHECK_RUN(forbidden_control_frames_close_1002_counted_as_protocol_errors);
     CHECK_RUN(a_declared_length_past_the_limits_closes_1009_from_the_header_alone);
     CHECK_RUN(empty_frames_from_a_client_that_never_reads_are_bounded);
+    CHECK_RUN(the_route_names_and_holds_its_counters);
     CHECK(ws_is_empty(&wsl));
     timers_stop(&timers);
     h2o_evloop_run(loop, 0); /* frees the closed sockets */

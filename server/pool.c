@@ -73,8 +73,10 @@ typedef struct pool_conn {
     timer_entry_t release;          /* GONE: frees it on the loop's next turn */
     timer_entry_t connect_deadline; /* CONNECTING: on pool->timers */
     timer_entry_t query_deadline;   /* BUSY: the oldest query's backstop, on pool->timers */
-    timer_entry_t answer_deadline;  /* BUSY, pipeline mode: when the oldest query still
+    timer_entry_t answer_deadline;  /* BUSY, pipeline mode: when the earliest query still
                                        waiting for its answer is due (see on_answer_due) */
+    turn_entry_t sync_due;          /* BUSY, --pipeline: its open segment's sync, queued for
+                                       the end of the turn (on_sync_due) */
     unsigned head, count;           /* the FIFO of queries in flight: slots[head], then onwards */
     pool_inflight_t slots[];        /* pool->per_conn of them */
 } pool_conn_t;
@@ -83,7 +85,7 @@ typedef struct pool_conn {
     log_##level("pg#%u %s: " fmt, (conn)->id, state_names[(conn)->state], __VA_ARGS__)
 
 static void on_pg_ready(pgconn_t *pg, void *data);
-static void on_pg_result(pgconn_t *pg, PGresult *res, void *data);
+static void on_pg_result(pgconn_t *pg, PGresult *res, enum pgconn_outcome outcome, void *data);
 static void on_pg_failed(pgconn_t *pg, const char *why, void *data);
 static const pgconn_callbacks_t pg_callbacks = {on_pg_ready, on_pg_result, on_pg_failed};
 
@@ -220,34 +222,86 @@ static void fail_all_waiting(pool_t *pool, enum pool_error err)
 
 static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *reason);
 
-/* Sends q on conn, which must have room. Returns 0, or -1 when the connection
- * broke: on_pg_failed discarded it then, and q got its callback. */
-static int conn_send(pool_conn_t *conn, pool_query_t *q)
+/* Ends conn's open segment now: a sync point, and one write for the segment.
+ * Returns 0, or -1 when the connection broke (on_pg_failed discarded it). */
+static int conn_sync(pool_conn_t *conn)
 {
     pool_t *pool = conn->pool;
-    uint64_t now = stats_now_ns();
+    if (pool->filling == conn)
+        pool->filling = NULL;
+    timers_cancel_turn(pool->timers, &conn->sync_due);
+    if (pgconn_unsynced(conn->pg) == 0)
+        return 0;
+    STAT_ADD(pool->stats.syncs, 1);
+    return pgconn_sync(conn->pg);
+}
+
+/* The end of the turn in which conn's segment was opened: every query the
+ * turn gave it is in, and the segment goes out (see "Batches" in pool.h). */
+static void on_sync_due(turn_entry_t *entry)
+{
+    pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, sync_due, entry);
+    if (conn->state == POOL_CONN_BUSY)
+        (void)conn_sync(conn); /* a broken connection was discarded, its queries answered */
+}
+
+/* Puts q in conn's FIFO of queries in flight and sends it, in the segment
+ * this turn fills on conn, or alone: in a segment of its own, synced at once
+ * (one query per connection, or a query sent again after its segment
+ * failed). `sent_ns` is when it was first sent: its deadline and its
+ * duration count from then. Returns 0, or -1 when the connection broke:
+ * on_pg_failed discarded it then, and q got its callback. */
+static int conn_put(pool_conn_t *conn, pool_query_t *q, uint64_t sent_ns, int alone)
+{
+    pool_t *pool = conn->pool;
 
     assert(conn->count < pool->per_conn);
-    q->wait_ns = now - q->enqueued_ns;
-    histogram_observe(&pool->stats.acquire, (double)q->wait_ns / 1e9);
     pool_conn_set_state(conn, POOL_CONN_BUSY);
     pool_inflight_t *slot = &conn->slots[(conn->head + conn->count) % pool->per_conn];
     slot->query = q;
     slot->statement = q->statement;
     slot->timed_out = 0;
-    slot->sent_ns = now;
+    slot->sent_ns = sent_ns;
     conn->count++;
     STAT_ADD(pool->in_flight, 1);
     q->state = POOL_QUERY_RUNNING;
     q->conn = conn;
-    if (pgconn_send(conn->pg, (unsigned)q->statement, q->params) != 0)
+    if (!pool->params->pipeline) {
+        STAT_ADD(pool->stats.syncs, 1); /* libpq's own, with the query */
+    } else if (alone && pgconn_unsynced(conn->pg) > 0 && conn_sync(conn) != 0) {
         return -1; /* conn is gone */
+    }
+    if (pgconn_send(conn->pg, (unsigned)q->statement, q->params) != 0)
+        return -1;
+    if (pool->params->pipeline) {
+        if (alone || pool->per_conn == 1) {
+            if (conn_sync(conn) != 0)
+                return -1;
+        } else {
+            pool->filling = conn;
+            timers_after_turn(pool->timers, &conn->sync_due);
+        }
+    }
     if (conn->count == 1 && pool->has_query_timeout)
-        timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
-    /* Deadlines come in the order queries are sent: one timer, for the oldest. */
-    if (pool->per_conn > 1 && pool->has_query_timeout && !timers_is_linked(&conn->answer_deadline))
-        timers_link(pool->timers, &conn->answer_deadline, now + pool->query_timeout_ns);
+        timers_link(pool->timers, &conn->query_deadline, stats_now_ns() + pool->query_deadline_ns);
+    /* One timer for the earliest query still waiting for its answer. */
+    uint64_t due = sent_ns + pool->query_timeout_ns;
+    if (pool->per_conn > 1 && pool->has_query_timeout &&
+        (!timers_is_linked(&conn->answer_deadline) || due < conn->answer_deadline.due_ns)) {
+        timers_unlink(pool->timers, &conn->answer_deadline);
+        timers_link(pool->timers, &conn->answer_deadline, due);
+    }
     return 0;
+}
+
+/* Sends q on conn, which must have room. Returns 0, or -1 when the connection
+ * broke: on_pg_failed discarded it then, and q got its callback. */
+static int conn_send(pool_conn_t *conn, pool_query_t *q)
+{
+    uint64_t now = stats_now_ns();
+    q->wait_ns = now - q->enqueued_ns;
+    histogram_observe(&conn->pool->stats.acquire, (double)q->wait_ns / 1e9);
+    return conn_put(conn, q, now, /* alone= */ 0);
 }
 
 /* A connection is ready or has room again: it takes waiting queries, oldest
@@ -286,6 +340,7 @@ static void start_connection(pool_t *pool)
     conn->connect_deadline.cb = on_connect_timeout;
     conn->query_deadline.cb = on_query_timeout;
     conn->answer_deadline.cb = on_answer_due;
+    conn->sync_due.cb = on_sync_due;
     pool_conn_set_state(conn, POOL_CONN_CONNECTING);
     conn_log(debug, conn, "%s", "connecting");
     /* pgconn_start never calls back before returning. */
@@ -340,6 +395,9 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
     }
     int first = conn->count > 0 && conn->slots[conn->head].query != NULL;
     STAT_SUB(pool->in_flight, conn->count);
+    if (pool->filling == conn)
+        pool->filling = NULL;
+    timers_cancel_turn(pool->timers, &conn->sync_due);
     pool_conn_set_state(conn, POOL_CONN_GONE);
     pgconn_close(conn->pg);
     timers_defer(pool->timers, &conn->release); /* the memory; nothing else reads it now */
@@ -401,7 +459,7 @@ static int is_statement_timeout(pool_t *pool, const PGresult *res, uint64_t took
            took_ns >= (uint64_t)pool->settings.query_timeout_ms * 1000000;
 }
 
-static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
+static void on_pg_result(pgconn_t *pg, PGresult *res, enum pgconn_outcome outcome, void *data)
 {
     pool_conn_t *conn = data;
     pool_t *pool = conn->pool;
@@ -418,6 +476,18 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
     timers_unlink(pool->timers, &conn->query_deadline);
     if (conn->count > 0 && pool->has_query_timeout)
         timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
+    if (outcome == PGCONN_UNDONE) {
+        /* Its segment failed on another query: it left no trace, so it goes
+         * again, alone, and is answered by what it does then. Nobody waits for
+         * one whose requester left or whose deadline answered it: not sent. */
+        if (q != NULL) {
+            STAT_ADD(pool->stats.resent, 1);
+            (void)conn_put(conn, q, done.sent_ns, /* alone= */ 1);
+        } else if (conn->state != POOL_CONN_GONE) {
+            conn_fill(conn);
+        }
+        return;
+    }
     histogram_observe(&pool->stats.query[done.statement], (double)took / 1e9);
     enum pool_error err = POOL_OK;
     if (PQresultStatus(res) == PGRES_FATAL_ERROR) {
@@ -502,12 +572,14 @@ static void on_query_timeout(timer_entry_t *entry)
  * long. Every query whose time is up is answered POOL_ERR_QUERY_TIMEOUT now;
  * its slot stays until the server's result comes, which is then dropped. The
  * statement may still run after its answer: libpq 15 cannot cancel it without
- * blocking, and it is already on the server's side of the socket. */
+ * blocking, and it is already on the server's side of the socket. The walk
+ * covers every slot: a query sent again keeps its first deadline, so the
+ * FIFO is not in deadline order. */
 static void on_answer_due(timer_entry_t *entry)
 {
     pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, answer_deadline, entry);
     pool_t *pool = conn->pool;
-    uint64_t now = stats_now_ns();
+    uint64_t now = stats_now_ns(), next = 0;
 
     h2o_linklist_t late; /* answered after the walk: a callback may change the FIFO */
 
@@ -516,10 +588,10 @@ static void on_answer_due(timer_entry_t *entry)
         pool_inflight_t *slot = &conn->slots[(conn->head + i) % pool->per_conn];
         if (slot->query == NULL)
             continue;
-        if (slot->sent_ns + pool->query_timeout_ns > now) {
-            timers_link(pool->timers, &conn->answer_deadline,
-                        slot->sent_ns + pool->query_timeout_ns);
-            break;
+        uint64_t due = slot->sent_ns + pool->query_timeout_ns;
+        if (due > now) {
+            next = next == 0 || due < next ? due : next;
+            continue;
         }
         pool_query_t *q = slot->query;
         slot->query = NULL;
@@ -531,6 +603,8 @@ static void on_answer_due(timer_entry_t *entry)
         h2o_linklist_insert(&late, &q->link);
         STAT_ADD(pool->stats.query_timeouts, 1);
     }
+    if (next != 0)
+        timers_link(pool->timers, &conn->answer_deadline, next);
     while (!h2o_linklist_is_empty(&late)) {
         pool_query_t *q = H2O_STRUCT_FROM_MEMBER(pool_query_t, link, late.next);
         h2o_linklist_unlink(&q->link);
@@ -617,6 +691,9 @@ void pool_start(pool_t *pool, h2o_loop_t *loop, timers_t *timers)
  * commit) at once; pipelining is for the queries beyond that. */
 static pool_conn_t *pick_connection(pool_t *pool)
 {
+    /* A batch first: the connection whose segment this turn is filling. */
+    if (pool->filling != NULL && pool->filling->count < pool->per_conn && pool->waiting.len == 0)
+        return pool->filling;
     if (pool->idle.len > 0)
         return H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next);
     if (pool->per_conn == 1 || pool->waiting.len > 0 || total(pool) < (size_t)pool->settings.max)
@@ -752,6 +829,8 @@ void pool_report_add(pool_report_t *r, const pool_t *pool)
     r->stats.rejected += STAT_READ(st->rejected);
     r->stats.acquire_timeouts += STAT_READ(st->acquire_timeouts);
     r->stats.query_timeouts += STAT_READ(st->query_timeouts);
+    r->stats.syncs += STAT_READ(st->syncs);
+    r->stats.resent += STAT_READ(st->resent);
     histogram_accumulate(&r->stats.acquire, &st->acquire);
     for (size_t i = 0; i < pool->nstatements; i++)
         histogram_accumulate(&r->stats.query[i], &st->query[i]);
@@ -802,4 +881,12 @@ void pool_report_write(const pool_report_t *r, exposition_t *o)
                    "Queries that ran past QUERY_TIMEOUT_MS (504), each once: statement_timeout, "
                    "the --pipeline deadline from sending, or the loop's backstop.",
                    r->stats.query_timeouts);
+    exposition_one(o, "notes_db_syncs_total", "counter",
+                   "Sync points sent, each the end of an implicit transaction: one per query, "
+                   "or with --pipeline one per connection per loop turn.",
+                   r->stats.syncs);
+    exposition_one(o, "notes_db_queries_resent_total", "counter",
+                   "Queries sent again, alone, because another statement failed the batch "
+                   "(--pipeline) they shared: they had not run or were rolled back.",
+                   r->stats.resent);
 }

@@ -72,16 +72,18 @@ struct pgconn {
     const pgconn_params_t *params;
     const pgconn_callbacks_t *cb;
     void *data;
-    timers_t *timers;    /* the loop's */
-    timer_entry_t later; /* on the next turn: CLOSED, the free; otherwise a failure
-                            found while starting, reported */
-    char fatal[160];     /* primary text of the last FATAL/PANIC notice, or "" */
-    char why[512];       /* the last failure, on one line */
-    PGresult *held[];    /* pipeline mode: params->depth of them; nheld in use */
+    timers_t *timers;      /* the loop's */
+    timer_entry_t later;   /* on the next turn: CLOSED, the free; otherwise a failure
+                              found while starting, reported */
+    turn_entry_t sync_due; /* pipeline mode: the open segment's sync, at the turn's end */
+    char fatal[160];       /* primary text of the last FATAL/PANIC notice, or "" */
+    char why[512];         /* the last failure, on one line */
+    PGresult *held[];      /* pipeline mode: params->depth of them; nheld in use */
 };
 
 static void on_readable(h2o_socket_t *sock, const char *err);
 static void on_writable(h2o_socket_t *sock, const char *err);
+static void on_sync_due(turn_entry_t *entry);
 
 /* Copies `msg` to `dst` on one line: every run of white space (libpq's
  * messages hold newlines and tabs) becomes one space, and the ends are trimmed. */
@@ -532,6 +534,7 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, timers_t *timers, unsigned id,
     conn->cb = cb;
     conn->data = data;
     conn->later.cb = on_later;
+    conn->sync_due.cb = on_sync_due;
 
     conn->pg = PQconnectStartParams(params->keywords, params->values, 1);
     if (conn->pg == NULL)
@@ -548,7 +551,38 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, timers_t *timers, unsigned id,
     return conn;
 }
 
-int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values)
+/* Pipeline mode: ends the open segment with a sync point and writes it all,
+ * one write for the segment (libpq 15's PQpipelineSync flushes; libpq 17
+ * added a sync that does not). Returns 0, or -1 when the connection broke
+ * (on_failed was called). */
+static int sync_segment(pgconn_t *conn)
+{
+    unsigned n = conn->unsynced;
+    timers_cancel_turn(conn->timers, &conn->sync_due);
+    if (n == 0)
+        return 0;
+    if (PQpipelineSync(conn->pg) != 1) {
+        fail_with_libpq_error(conn); /* the owner may close conn in on_failed */
+        return -1;
+    }
+    conn->unsynced = 0;
+    if (flush(conn) != 0)
+        return -1;
+    conn->cb->on_sent(conn, n, conn->data);
+    return 0;
+}
+
+/* The end of the turn that opened the segment: every command the turn gave
+ * the connection is in, and the segment goes out. */
+static void on_sync_due(turn_entry_t *entry)
+{
+    pgconn_t *conn = H2O_STRUCT_FROM_MEMBER(pgconn_t, sync_due, entry);
+    if (conn->state == PGCONN_OPEN)
+        sync_segment(conn); /* a failure went to on_failed */
+}
+
+int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values,
+                enum pgconn_segment segment)
 {
     const pgconn_params_t *p = conn->params;
     const pgconn_statement_t *st = &p->statements[statement];
@@ -558,6 +592,8 @@ int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values)
     assert(conn->state == PGCONN_OPEN);
     assert(p->pipeline ? conn->pending < p->depth : conn->pending == 0);
     assert(statement < p->nstatements);
+    if (p->pipeline && segment == PGCONN_ALONE && sync_segment(conn) != 0)
+        return -1;
     if (!p->prepared) {
         ok = PQsendQueryParams(conn->pg, st->sql, st->nparams, NULL, values, NULL, NULL, 0);
     } else {
@@ -576,35 +612,23 @@ int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values)
     }
     conn->commands++;
     conn->pending++;
-    if (!p->pipeline)
-        return flush(conn);
-    /* In libpq's buffer until the sync (it sends on its own only past 64 KB). */
-    conn->unsynced++;
-    return 0;
-}
-
-int pgconn_sync(pgconn_t *conn)
-{
-    assert(conn->state == PGCONN_OPEN && conn->params->pipeline);
-    if (conn->unsynced == 0)
+    if (!p->pipeline) {
+        if (flush(conn) != 0)
+            return -1;
+        conn->cb->on_sent(conn, 1, conn->data);
         return 0;
-    /* libpq 15's PQpipelineSync also flushes (libpq 17 added a sync that does not). */
-    if (PQpipelineSync(conn->pg) != 1) {
-        fail_with_libpq_error(conn); /* the owner may close conn in on_failed */
-        return -1;
     }
-    conn->unsynced = 0;
-    return flush(conn);
+    conn->unsynced++;
+    if (segment == PGCONN_ALONE || p->depth == 1)
+        return sync_segment(conn);
+    /* In libpq's buffer until the turn's end (libpq sends on its own only past 64 KB). */
+    timers_after_turn(conn->timers, &conn->sync_due);
+    return 0;
 }
 
 unsigned pgconn_in_flight(const pgconn_t *conn)
 {
     return conn->pending;
-}
-
-unsigned pgconn_unsynced(const pgconn_t *conn)
-{
-    return conn->unsynced;
 }
 
 /* Ends the session and lets go of libpq and the socket; the struct stays. */
@@ -638,5 +662,6 @@ void pgconn_close(pgconn_t *conn)
      * returns through pgconn's code, which reads `state` on its way out. A
      * failure waiting to be reported is not reported: the free takes its place. */
     timers_unlink(conn->timers, &conn->later);
+    timers_cancel_turn(conn->timers, &conn->sync_due);
     timers_defer(conn->timers, &conn->later);
 }

@@ -75,8 +75,6 @@ typedef struct pool_conn {
     timer_entry_t query_deadline;   /* BUSY: the oldest query's backstop, on pool->timers */
     timer_entry_t answer_deadline;  /* BUSY, pipeline mode: when the earliest query still
                                        waiting for its answer is due (see on_answer_due) */
-    turn_entry_t sync_due;          /* BUSY, --pipeline: its open segment's sync, queued for
-                                       the end of the turn (on_sync_due) */
     unsigned head, count;           /* the FIFO of queries in flight: slots[head], then onwards */
     pool_inflight_t slots[];        /* pool->per_conn of them */
 } pool_conn_t;
@@ -86,8 +84,10 @@ typedef struct pool_conn {
 
 static void on_pg_ready(pgconn_t *pg, void *data);
 static void on_pg_result(pgconn_t *pg, PGresult *res, enum pgconn_outcome outcome, void *data);
+static void on_pg_sent(pgconn_t *pg, unsigned commands, void *data);
 static void on_pg_failed(pgconn_t *pg, const char *why, void *data);
-static const pgconn_callbacks_t pg_callbacks = {on_pg_ready, on_pg_result, on_pg_failed};
+static const pgconn_callbacks_t pg_callbacks = {on_pg_ready, on_pg_result, on_pg_sent,
+                                                on_pg_failed};
 
 /* ---- lists ------------------------------------------------------------------------------- */
 
@@ -222,38 +222,16 @@ static void fail_all_waiting(pool_t *pool, enum pool_error err)
 
 static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *reason);
 
-/* Ends conn's open segment now: a sync point, and one write for the segment.
- * Returns 0, or -1 when the connection broke (on_pg_failed discarded it). */
-static int conn_sync(pool_conn_t *conn)
-{
-    pool_t *pool = conn->pool;
-    if (pool->filling == conn)
-        pool->filling = NULL;
-    timers_cancel_turn(pool->timers, &conn->sync_due);
-    if (pgconn_unsynced(conn->pg) == 0)
-        return 0;
-    STAT_ADD(pool->stats.syncs, 1);
-    return pgconn_sync(conn->pg);
-}
-
-/* The end of the turn in which conn's segment was opened: every query the
- * turn gave it is in, and the segment goes out (see "Batches" in pool.h). */
-static void on_sync_due(turn_entry_t *entry)
-{
-    pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, sync_due, entry);
-    if (conn->state == POOL_CONN_BUSY)
-        (void)conn_sync(conn); /* a broken connection was discarded, its queries answered */
-}
-
-/* Puts q in conn's FIFO of queries in flight and sends it, in the segment
- * this turn fills on conn, or alone: in a segment of its own, synced at once
- * (one query per connection, or a query sent again after its segment
- * failed). `sent_ns` is when it was first sent: its deadline and its
- * duration count from then. Returns 0, or -1 when the connection broke:
- * on_pg_failed discarded it then, and q got its callback. */
+/* Puts q in conn's FIFO of queries in flight and sends it: in the segment
+ * this turn fills on conn (which the rest of the turn fills first), or alone
+ * (a query sent again after its segment failed). `sent_ns` is when it was
+ * first sent: its deadline and its duration count from then. Returns 0, or
+ * -1 when the connection broke: on_pg_failed discarded it then, and q got
+ * its callback. */
 static int conn_put(pool_conn_t *conn, pool_query_t *q, uint64_t sent_ns, int alone)
 {
     pool_t *pool = conn->pool;
+    uint64_t now = alone ? stats_now_ns() : sent_ns; /* a clock read saved per query */
 
     assert(conn->count < pool->per_conn);
     pool_conn_set_state(conn, POOL_CONN_BUSY);
@@ -266,24 +244,13 @@ static int conn_put(pool_conn_t *conn, pool_query_t *q, uint64_t sent_ns, int al
     STAT_ADD(pool->in_flight, 1);
     q->state = POOL_QUERY_RUNNING;
     q->conn = conn;
-    if (!pool->params->pipeline) {
-        STAT_ADD(pool->stats.syncs, 1); /* libpq's own, with the query */
-    } else if (alone && pgconn_unsynced(conn->pg) > 0 && conn_sync(conn) != 0) {
+    if (pgconn_send(conn->pg, (unsigned)q->statement, q->params,
+                    alone ? PGCONN_ALONE : PGCONN_BATCH) != 0)
         return -1; /* conn is gone */
-    }
-    if (pgconn_send(conn->pg, (unsigned)q->statement, q->params) != 0)
-        return -1;
-    if (pool->params->pipeline) {
-        if (alone || pool->per_conn == 1) {
-            if (conn_sync(conn) != 0)
-                return -1;
-        } else {
-            pool->filling = conn;
-            timers_after_turn(pool->timers, &conn->sync_due);
-        }
-    }
+    if (!alone && pool->per_conn > 1)
+        pool->filling = conn; /* until on_pg_sent: its segment is open */
     if (conn->count == 1 && pool->has_query_timeout)
-        timers_link(pool->timers, &conn->query_deadline, stats_now_ns() + pool->query_deadline_ns);
+        timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
     /* One timer for the earliest query still waiting for its answer. */
     uint64_t due = sent_ns + pool->query_timeout_ns;
     if (pool->per_conn > 1 && pool->has_query_timeout &&
@@ -340,7 +307,6 @@ static void start_connection(pool_t *pool)
     conn->connect_deadline.cb = on_connect_timeout;
     conn->query_deadline.cb = on_query_timeout;
     conn->answer_deadline.cb = on_answer_due;
-    conn->sync_due.cb = on_sync_due;
     pool_conn_set_state(conn, POOL_CONN_CONNECTING);
     conn_log(debug, conn, "%s", "connecting");
     /* pgconn_start never calls back before returning. */
@@ -397,7 +363,6 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
     STAT_SUB(pool->in_flight, conn->count);
     if (pool->filling == conn)
         pool->filling = NULL;
-    timers_cancel_turn(pool->timers, &conn->sync_due);
     pool_conn_set_state(conn, POOL_CONN_GONE);
     pgconn_close(conn->pg);
     timers_defer(pool->timers, &conn->release); /* the memory; nothing else reads it now */
@@ -482,7 +447,7 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, enum pgconn_outcome outcom
          * one whose requester left or whose deadline answered it: not sent. */
         if (q != NULL) {
             STAT_ADD(pool->stats.resent, 1);
-            (void)conn_put(conn, q, done.sent_ns, /* alone= */ 1);
+            (void)conn_put(conn, q, done.sent_ns, /* alone= */ 1); /* -1: q was answered */
         } else if (conn->state != POOL_CONN_GONE) {
             conn_fill(conn);
         }
@@ -512,6 +477,15 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, enum pgconn_outcome outcom
      * discarded it: then its memory lasts until the next turn, and it is done. */
     if (conn->state != POOL_CONN_GONE)
         conn_fill(conn);
+}
+
+/* A segment went out: a connection that took queries this turn is full. */
+static void on_pg_sent(pgconn_t *pg, unsigned commands, void *data)
+{
+    pool_conn_t *conn = data;
+    STAT_ADD(conn->pool->stats.syncs, 1);
+    if (conn->pool->filling == conn)
+        conn->pool->filling = NULL;
 }
 
 static void on_pg_failed(pgconn_t *pg, const char *why, void *data)
@@ -802,91 +776,4 @@ void pool_dispose(pool_t *pool)
     timers_unlink(pool->timers, &pool->retry);
     timers_unlink(pool->timers, &pool->idle_reaper);
     timers_unlink(pool->timers, &pool->acquire_reaper);
-}
-
-/* ---- the metrics page's figures ---------------------------------------------------------- */
-
-void pool_report_init(pool_report_t *r)
-{
-    memset(r, 0, sizeof(*r));
-    histogram_init(&r->stats.acquire, stats_fine_bounds, stats_fine_nbounds);
-    for (size_t i = 0; i < POOL_STATEMENTS_MAX; i++)
-        histogram_init(&r->stats.query[i], stats_fine_bounds, stats_fine_nbounds);
-}
-
-/* Read from each pool's lists now, not kept as separate counters. */
-void pool_report_add(pool_report_t *r, const pool_t *pool)
-{
-    size_t idle = STAT_READ(pool->idle.len);
-    r->connections += STAT_READ(pool->connecting.len) + idle + STAT_READ(pool->busy.len);
-    r->idle += idle;
-    r->waiting += STAT_READ(pool->waiting.len);
-    r->in_flight += STAT_READ(pool->in_flight);
-    r->max += pool->settings.max;
-    const pool_stats_t *st = &pool->stats;
-    r->stats.connection_errors += STAT_READ(st->connection_errors);
-    r->stats.connects += STAT_READ(st->connects);
-    r->stats.rejected += STAT_READ(st->rejected);
-    r->stats.acquire_timeouts += STAT_READ(st->acquire_timeouts);
-    r->stats.query_timeouts += STAT_READ(st->query_timeouts);
-    r->stats.syncs += STAT_READ(st->syncs);
-    r->stats.resent += STAT_READ(st->resent);
-    histogram_accumulate(&r->stats.acquire, &st->acquire);
-    for (size_t i = 0; i < pool->nstatements; i++)
-        histogram_accumulate(&r->stats.query[i], &st->query[i]);
-    r->statements = pool->statements;
-    r->nstatements = pool->nstatements;
-}
-
-void pool_report_write(const pool_report_t *r, exposition_t *o)
-{
-    exposition_one(o, "notes_db_pool_connections", "gauge",
-                   "Open database connections, including those still connecting (pg.Pool "
-                   "totalCount).",
-                   r->connections);
-    exposition_one(o, "notes_db_pool_idle_connections", "gauge",
-                   "Connections ready for a query (pg.Pool idleCount).", r->idle);
-    exposition_one(o, "notes_db_pool_waiting_requests", "gauge",
-                   "Queries waiting for a connection (pg.Pool waitingCount).", r->waiting);
-    exposition_one(o, "notes_db_pool_queries_in_flight", "gauge",
-                   "Queries sent and not yet answered, over every connection (above the busy "
-                   "connections only with --pipeline).",
-                   r->in_flight);
-    exposition_one(o, "notes_db_pool_max_connections", "gauge",
-                   "The pool's connection limit (POOL_MAX).", (uint64_t)r->max);
-    exposition_family(o, "notes_db_pool_acquire_duration_seconds", "histogram",
-                      "Seconds from a query entering the pool to a connection being handed to "
-                      "it.");
-    exposition_histogram(o, "notes_db_pool_acquire_duration_seconds", "", &r->stats.acquire, NULL);
-    exposition_family(o, "notes_db_query_duration_seconds", "histogram",
-                      "Seconds from sending a statement to its complete result, per statement.");
-    for (size_t i = 0; i < r->nstatements; i++) {
-        char labels[64];
-        snprintf(labels, sizeof(labels), "statement=\"%s\",", r->statements[i].name);
-        exposition_histogram(o, "notes_db_query_duration_seconds", labels, &r->stats.query[i],
-                             NULL);
-    }
-    exposition_one(o, "notes_db_connection_errors_total", "counter",
-                   "Connection attempts that failed and connections that broke.",
-                   r->stats.connection_errors);
-    exposition_one(o, "notes_db_connections_opened_total", "counter",
-                   "Connections opened successfully.", r->stats.connects);
-    exposition_one(o, "notes_db_pool_rejected_total", "counter",
-                   "Queries answered 503 at once: queue full, database down or shutting down.",
-                   r->stats.rejected);
-    exposition_one(o, "notes_db_pool_acquire_timeouts_total", "counter",
-                   "Queries that waited longer than POOL_ACQUIRE_TIMEOUT_MS (503).",
-                   r->stats.acquire_timeouts);
-    exposition_one(o, "notes_db_query_timeouts_total", "counter",
-                   "Queries that ran past QUERY_TIMEOUT_MS (504), each once: statement_timeout, "
-                   "the --pipeline deadline from sending, or the loop's backstop.",
-                   r->stats.query_timeouts);
-    exposition_one(o, "notes_db_syncs_total", "counter",
-                   "Sync points sent, each the end of an implicit transaction: one per query, "
-                   "or with --pipeline one per connection per loop turn.",
-                   r->stats.syncs);
-    exposition_one(o, "notes_db_queries_resent_total", "counter",
-                   "Queries sent again, alone, because another statement failed the batch "
-                   "(--pipeline) they shared: they had not run or were rolled back.",
-                   r->stats.resent);
 }

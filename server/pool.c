@@ -444,13 +444,19 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, enum pgconn_outcome outcom
     if (outcome == PGCONN_UNDONE) {
         /* Its segment failed on another query: it left no trace, so it goes
          * again, alone, and is answered by what it does then. Nobody waits for
-         * one whose requester left or whose deadline answered it: not sent. */
-        if (q != NULL) {
+         * one whose requester left or whose deadline answered it: not sent;
+         * nor one whose deadline has come: answered, as its timer would. */
+        if (q != NULL && pool->has_query_timeout && now >= done.sent_ns + pool->query_timeout_ns) {
+            STAT_ADD(pool->stats.query_timeouts, 1);
+            q->duration_ns = took;
+            finish_query(q, NULL, POOL_ERR_QUERY_TIMEOUT);
+        } else if (q != NULL) {
             STAT_ADD(pool->stats.resent, 1);
             (void)conn_put(conn, q, done.sent_ns, /* alone= */ 1); /* -1: q was answered */
-        } else if (conn->state != POOL_CONN_GONE) {
-            conn_fill(conn);
+            return;
         }
+        if (conn->state != POOL_CONN_GONE)
+            conn_fill(conn);
         return;
     }
     histogram_observe(&pool->stats.query[done.statement], (double)took / 1e9);

@@ -26,7 +26,7 @@ METRICS = {
 RUN_METRICS = ["rps", "p50_ms", "p99_ms", "cpu_us_per_req", "server_util", "rss_mib",
                "pss_mib", "uss_mib", "db_cpu_us_per_req",
                "loadgen_cpu_us_per_req", "cpu0_busy", "cpu1_busy", "other_cores",
-               "lag_mean_ms", "lag_max_ms"]
+               "lag_mean_ms", "lag_max_ms", "queries_per_sync"]
 
 # notesd's database variants, each with its pgbench limits: (label, query mode, pgbench on
 # the server's core — PostgreSQL woken from the other core, as notesd wakes it: the layout
@@ -85,7 +85,8 @@ def run_metrics(run):
     busy = run.get("cpu_busy") or {}
     out = {k: run.get(k) for k in ("rps", "p50_ms", "p99_ms", "cpu_us_per_req", "server_util",
                                    "db_cpu_us_per_req", "loadgen_cpu_us_per_req",
-                                   "other_cores", "lag_mean_ms", "lag_max_ms")}
+                                   "other_cores", "lag_mean_ms", "lag_max_ms",
+                                   "queries_per_sync")}
     for key in ("rss", "pss", "uss"):
         b = run.get(f"{key}_peak_bytes")
         out[f"{key}_mib"] = b / MIB if b else None
@@ -374,6 +375,8 @@ def ceiling_rows(summary, tests, runs=()):
                     (label, test, "rps"), pg_key, wrk_key),
                 "vs_ceiling_same_core": ratio(mine, same_core),
                 "notesd_pg_us_per_query": mine_pg,
+                "queries_per_sync": figure(summary, label, test, "queries_per_sync"),
+                "pgbench_queries_per_sync": figure(summary, pg_label, test, "queries_per_sync"),
                 "pg_us_extra": (mine_pg - pg_us if mine_pg is not None and pg_us is not None
                                 else None)})
     return rows

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import time
 
-from loadlib import pgbench, procs, prom
+from loadlib import pg, pgbench, procs, prom
 from loadlib.commands.bench.figures import DB_TESTS, MIB
 from loadlib.commands.bench.subjects import PGBENCH_VARIANTS, log, pgbench_cmd, wrk_cmd
 from loadlib.quantile import percentile
@@ -45,6 +45,16 @@ def end(bench, server_pid):
     bench.db.settle()
     snap["db"] = bench.db.cpu()
     return snap
+
+
+# A busy backend reports its transactions to pg_stat_database at most once a second, an
+# idle one within a second: what a server's backends did is all counted this long after
+# its load stops.
+STATS_FLUSH_S = 1.1
+
+
+def transaction_counts(bench):
+    return pg.sync_counts(bench.db.url) if bench.db is not None and bench.db.url else None
 
 
 def cpu_deltas(before, after, rec, requests, loadgen_cpu):
@@ -112,6 +122,9 @@ def run_http(bench, rnd, srv, test, reset=True):
     if reset and test in DB_TESTS and not a.no_reset:
         bench.db.reset()
     env = dict(os.environ, MODE=test)
+    # queries per sync over the warm-up and the run: counted from before the warm-up, so
+    # no transaction a backend has not reported yet belongs to an earlier run
+    syncs = transaction_counts(bench) if test in DB_TESTS else None
     warm = toolrun.run_measured(wrk_cmd(bench, test, srv.port, a.warmup), env=env,
                                 timeout=a.warmup + 30)
     rec["warmup"] = wrk.json_line(warm["output"])
@@ -125,6 +138,9 @@ def run_http(bench, rnd, srv, test, reset=True):
     rss = sampler.finish()
     after = end(bench, srv.pid)
     lags = lag(srv.metrics_port)
+    if syncs is not None:
+        time.sleep(STATS_FLUSH_S)
+        rec["queries_per_sync"] = pg.queries_per_sync(syncs, transaction_counts(bench))
     w = wrk.json_line(res["output"])
     rec["wrk"] = w
     rec["wrk_command"] = "MODE=" + test + " " + " ".join(wrk_cmd(bench, test, srv.port,
@@ -158,10 +174,12 @@ def run_pgbench(bench, rnd, label, test):
     cmd = pgbench_cmd(bench, label, test, a.duration, os.path.join(logdir, "tx"))
     rec["command"] = " ".join(cmd)
     before = begin(bench, None)
+    syncs = transaction_counts(bench)  # the warm-up's backends have exited: all reported
     res = toolrun.run_measured(cmd, timeout=a.duration + 60,
                                log_path=os.path.join(bench.logdir,
                                                      f"r{rnd}-{label}-{test}.txt"))
     after = end(bench, None)
+    rec["queries_per_sync"] = pg.queries_per_sync(syncs, transaction_counts(bench))
     p = pgbench.parse_pgbench(res["output"])
     lat = pgbench.pgbench_log_latencies(
         [os.path.join(logdir, f) for f in os.listdir(logdir)])
@@ -206,6 +224,8 @@ def keep_record(bench, rec):
             extra += f" (USS {rec['uss_peak_bytes'] / MIB:.1f})"
         if rec.get("lag_mean_ms") is not None:
             extra += f", lag {fmt(rec['lag_mean_ms'])} ms"
+        if rec.get("queries_per_sync") is not None:
+            extra += f", {rec['queries_per_sync']:.1f} queries/sync"
         log(f"  {rec['label']:<18} {rec['test']:<7} {fmt(rec['rps']):>9} req/s  "
             f"p99 {fmt(rec['p99_ms'])} ms  {extra}  other load "
             f"{fmt(rec.get('other_cores'), 2)}")

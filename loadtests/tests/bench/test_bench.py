@@ -371,6 +371,23 @@ class Ceiling(unittest.TestCase):
         self.assertEqual((r["queries_per_sync"], r["pgbench_queries_per_sync"]), (9.5, 16.0))
         self.assertIsNone(rows[("notesd", "read")]["queries_per_sync"])
 
+    def test_pipelined_targets(self):
+        rows = report.target_rows(self.summary, ["read"], self.runs)
+        by = {(r["target"], r["subject"], r["test"]): r for r in rows}
+        r = by[("--prepared --pipeline 16 req/s ≥ 1.15× --prepared", "notesd-prepared-pipeline",
+                "read")]
+        self.assertAlmostEqual(r["value"], 20000 / 15000)
+        self.assertEqual(r["result"], "PASS")
+        r = by[("req/s ≥ 0.9 of the modelled ceiling of notesd's layout",
+                "notesd-prepared-pipeline", "read")]
+        self.assertAlmostEqual(r["value"], 20000 / (1e6 / (20 + 16)))    # 0.72
+        self.assertEqual(r["result"], "MISS")
+        r = by[("queries per sync ≥ 2 (fewer than one sync per two queries)",
+                "notesd-prepared-pipeline", "read")]
+        self.assertEqual((r["value"], r["result"]), (9.5, "PASS"))
+        self.assertNotIn(("queries per sync ≥ 2 (fewer than one sync per two queries)",
+                          "notesd-pipeline", "read"), by)               # not measured
+
     def test_section_renders_with_skip(self):
         rows = report.ceiling_rows(self.summary, ["read"], self.runs)
         text = bench_report.ceiling_section(rows, {"notesd-pipeline": "no --pipeline"})

@@ -52,6 +52,11 @@ PGBENCH_WHERE = {
     "pgbench-prepared-pipeline-servercore":
         "-M prepared, pipelines of 16, CPU 1 (the server's core)",
 }
+# queries notesd-pipeline keeps in flight per connection (--pipeline), and the statements
+# per \startpipeline ... \endpipeline block of the pipelined pgbench; and what the pipelined
+# variant must gain over --prepared on the read mix
+PIPELINE_DEPTH = 16
+PIPELINE_GAIN = 1.15
 # the private memory notesd may hold under the read load (USS, MiB), and its start-up (ms)
 USS_TARGET_MIB = 4.0
 STARTUP_TARGET_MS = 20.0
@@ -291,6 +296,28 @@ def target_rows(summary, tests, runs=(), pool=20):
                 ratio(figure(summary, label, test, "cpu_us_per_req"), peer_cpu), "<=", 0.25,
                 peer, peer_cpu, rounds=versus(label, peer, test, "cpu_us_per_req"))
 
+    pipelined = "notesd-prepared-pipeline"
+    if "read" in tests and "read" in summary.get(pipelined, {}):
+        add(f"--prepared --pipeline {PIPELINE_DEPTH} req/s ≥ {PIPELINE_GAIN:g}× --prepared",
+            pipelined, "read", "rps",
+            ratio(figure(summary, pipelined, "read", "rps"),
+                  figure(summary, "notesd-prepared", "read", "rps")),
+            ">=", PIPELINE_GAIN, "notesd-prepared",
+            figure(summary, "notesd-prepared", "read", "rps"),
+            rounds=versus(pipelined, "notesd-prepared", "read", "rps"))
+        row = next((r for r in ceiling_rows(summary, ["read"], runs)
+                    if r["subject"] == pipelined), None)
+        if row is not None:
+            add("req/s ≥ 0.9 of the modelled ceiling of notesd's layout", pipelined, "read",
+                "rps", row["vs_ceiling"], ">=", 0.9, "ceiling", row["ceiling_rps"],
+                rounds=row["vs_ceiling_rounds"])
+    for label in ("notesd-pipeline", pipelined):
+        for test in DB_TESTS:
+            entry = summary.get(label, {}).get(test) or {}
+            if test in tests and figure(summary, label, test, "queries_per_sync") is not None:
+                add("queries per sync ≥ 2 (fewer than one sync per two queries)", label, test,
+                    "queries_per_sync", figure(summary, label, test, "queries_per_sync"), ">=",
+                    2.0, None, None, "", rounds=entry.get("queries_per_sync"))
     if "read" in tests:
         entry = summary.get("notesd", {}).get("read") or {}
         add(f"private memory (USS) under the read load, {pool} database connections "

@@ -175,7 +175,8 @@ static void run_loop(notesd_loop_t *loop)
      * connections' syncs) goes out before the loop waits again. */
     while (loop->state != LOOP_STOPPED) {
         h2o_evloop_run(loop->ctx.loop, INT32_MAX);
-        timers_end_turn(&loop->timers);
+        if (timers_turn_pending(&loop->timers))
+            timers_end_turn(&loop->timers);
     }
 }
 

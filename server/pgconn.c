@@ -345,7 +345,9 @@ static int transaction_failed(const PGresult *res)
 }
 
 /* Pipeline mode: a command's results are all read; its answer waits for the
- * segment's sync. The first error that is not a skip failed the segment. */
+ * segment's sync. The first answer that is not a success failed the segment
+ * (a skip, PGRES_PIPELINE_ABORTED, only follows an error, so it is never
+ * first unless the server says nothing of why). */
 static void hold_answer(pgconn_t *conn)
 {
     PGresult *answer = take_answer(conn);
@@ -354,8 +356,7 @@ static void hold_answer(pgconn_t *conn)
         fail(conn, "a command ended without a result");
         return;
     }
-    if (conn->failed_at < 0 && !result_ok(answer) &&
-        PQresultStatus(answer) != PGRES_PIPELINE_ABORTED)
+    if (conn->failed_at < 0 && !result_ok(answer))
         conn->failed_at = (int)conn->nheld;
     conn->held[conn->nheld++] = answer;
 }
@@ -378,20 +379,20 @@ static void end_segment(pgconn_t *conn)
         PGresult *res = conn->held[i];
         conn->held[i] = NULL;
         enum pgconn_outcome outcome = PGCONN_DONE;
-        if (failed >= 0 && ((int)i != failed || (n > 1 && transaction_failed(res))))
+        if (failed >= 0 && ((int)i != failed || PQresultStatus(res) == PGRES_PIPELINE_ABORTED ||
+                            (n > 1 && transaction_failed(res))))
             outcome = PGCONN_UNDONE;
-        else if (PQresultStatus(res) == PGRES_PIPELINE_ABORTED)
-            outcome = PGCONN_UNDONE; /* skipped, though nothing says why: it did not run */
         assert(conn->pending > 0);
         conn->pending--;
         conn->cb->on_result(conn, outcome == PGCONN_DONE ? res : NULL, outcome, conn->data);
         PQclear(res);
     }
-    for (unsigned i = 0; i < n; i++) /* after a close in a callback: the rest */
-        if (conn->held[i] != NULL) {
-            PQclear(conn->held[i]);
-            conn->held[i] = NULL;
-        }
+    if (conn->state != PGCONN_OPEN) /* closed in a callback: the answers not handed out */
+        for (unsigned i = 0; i < n; i++)
+            if (conn->held[i] != NULL) {
+                PQclear(conn->held[i]);
+                conn->held[i] = NULL;
+            }
 }
 
 /* Without pipeline mode: the command in flight is answered: hands its answer
@@ -558,7 +559,8 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, timers_t *timers, unsigned id,
 static int sync_segment(pgconn_t *conn)
 {
     unsigned n = conn->unsynced;
-    timers_cancel_turn(conn->timers, &conn->sync_due);
+    if (conn->sync_due.queued)
+        timers_cancel_turn(conn->timers, &conn->sync_due);
     if (n == 0)
         return 0;
     if (PQpipelineSync(conn->pg) != 1) {

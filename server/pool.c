@@ -252,11 +252,12 @@ static int conn_put(pool_conn_t *conn, pool_query_t *q, uint64_t sent_ns, int al
     if (conn->count == 1 && pool->has_query_timeout)
         timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
     /* One timer for the earliest query still waiting for its answer. */
-    uint64_t due = sent_ns + pool->query_timeout_ns;
-    if (pool->per_conn > 1 && pool->has_query_timeout &&
-        (!timers_is_linked(&conn->answer_deadline) || due < conn->answer_deadline.due_ns)) {
-        timers_unlink(pool->timers, &conn->answer_deadline);
-        timers_link(pool->timers, &conn->answer_deadline, due);
+    if (pool->per_conn > 1 && pool->has_query_timeout) {
+        uint64_t due = sent_ns + pool->query_timeout_ns;
+        if (!timers_is_linked(&conn->answer_deadline) || due < conn->answer_deadline.due_ns) {
+            timers_unlink(pool->timers, &conn->answer_deadline);
+            timers_link(pool->timers, &conn->answer_deadline, due);
+        }
     }
     return 0;
 }

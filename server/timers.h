@@ -124,9 +124,15 @@ void timers_after_turn(timers_t *t, turn_entry_t *e);
 void timers_cancel_turn(timers_t *t, turn_entry_t *e);
 
 /* The end of a turn: runs every queued entry, and those their callbacks
- * queue, until none is left. The loop calls it after each turn (run_loop in
- * loop.c; a test that turns a loop itself calls it too). */
+ * queue, until none is left. The loop calls it after each turn that queued
+ * something (run_loop in loop.c; a test that turns a loop itself calls it too). */
 void timers_end_turn(timers_t *t);
+
+/* 1 if something waits for the end of the turn. */
+static inline int timers_turn_pending(const timers_t *t)
+{
+    return t->turn_first != NULL;
+}
 
 /* One pass: runs every entry that is due at `now_ns` and was linked before
  * the pass began, earliest first, then arms the timerfd for the next one;

@@ -29,10 +29,10 @@ import os
 import shutil
 import sys
 
-from loadlib import procs
+from loadlib import pg, procs
 from loadlib.commands.bench.figures import DB_TESTS, HTTP_TESTS
 from loadlib.commands.bench.revisions import BuildError, prepare
-from loadlib.commands.bench.runs import keep_record, run_http
+from loadlib.commands.bench.runs import keep_record, run_http, transaction_counts
 from loadlib.commands.bench.setup import check_server, open_private_database
 from loadlib.commands.bench.subjects import (
     LOAD_CPU, PIPELINE_DEPTH, PIPELINE_SUBJECTS, SERVER_CPU, Subject, log)
@@ -216,6 +216,7 @@ def run_side(bench, rnd, case, side, first):
             "test": test, "side": side, "case": case["case"], "first": first}
     bench.current = srv
     bench.db.settle()   # the previous run's backends have exited: they would slow this start
+    syncs = transaction_counts(bench) if test in DB_TESTS else None
     try:
         try:
             startup = srv.start()
@@ -227,6 +228,10 @@ def run_side(bench, rnd, case, side, first):
         bench.current = None
         if test in WRITES:
             bench.table_dirty = True
+    if syncs is not None:
+        # the server's backends have exited and reported everything: exact, over its life
+        bench.db.settle()
+        rec["queries_per_sync"] = pg.queries_per_sync(syncs, transaction_counts(bench))
     rec.update(head, startup_ms=startup * 1e3)
     return rec
 

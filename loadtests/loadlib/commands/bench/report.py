@@ -119,7 +119,7 @@ def ceiling_section(rows, skipped):
                "the same layout (see loadtests/bench.d/README.md, \"PostgreSQL's CPU per "
                "query\"). Queries per sync: the statements on the notes table "
                "(pg_stat_statements) over the transactions the database ended "
-               "(pg_stat_database), over the warm-up and the run; a sync point ends an "
+               "(pg_stat_database) during the run; a sync point ends an "
                "implicit transaction, so this is the size of a batch (1 without one; the "
                "pgbench column is the limit's: 16 pipelined).")
     if skipped:

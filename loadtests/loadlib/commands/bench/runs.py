@@ -47,13 +47,13 @@ def end(bench, server_pid):
     return snap
 
 
-# A busy backend reports its transactions to pg_stat_database at most once a second, an
-# idle one within a second: what a server's backends did is all counted this long after
-# its load stops.
-STATS_FLUSH_S = 1.1
-
-
 def transaction_counts(bench):
+    """pg.sync_counts of the bench's database now, or None. A backend reports its
+    transactions to pg_stat_database at most once a second while busy, and up to ten
+    seconds after it goes idle, so a server whose backends stay (a run of bench's rounds)
+    is read right after its warm-up and right after its run: each time with about the
+    last second of load not reported yet, at the same rate, which cancels. Where the
+    backends exit (pgbench; a --compare run, stopped after it), the counts are exact."""
     return pg.sync_counts(bench.db.url) if bench.db is not None and bench.db.url else None
 
 
@@ -122,25 +122,22 @@ def run_http(bench, rnd, srv, test, reset=True):
     if reset and test in DB_TESTS and not a.no_reset:
         bench.db.reset()
     env = dict(os.environ, MODE=test)
-    # queries per sync over the warm-up and the run: counted from before the warm-up, so
-    # no transaction a backend has not reported yet belongs to an earlier run
-    syncs = transaction_counts(bench) if test in DB_TESTS else None
     warm = toolrun.run_measured(wrk_cmd(bench, test, srv.port, a.warmup), env=env,
                                 timeout=a.warmup + 30)
     rec["warmup"] = wrk.json_line(warm["output"])
     lag(srv.metrics_port)  # the window restarts at every scrape
     wrk_log = os.path.join(bench.logdir, f"r{rnd}-{srv.label}-{test}.wrk.txt")
     before = begin(bench, srv.pid)
+    syncs = transaction_counts(bench) if test in DB_TESTS else None
     sampler = RssSampler(srv.pid)
     sampler.start()
     res = toolrun.run_measured(wrk_cmd(bench, test, srv.port, a.duration), env=env,
                                timeout=a.duration + 30, log_path=wrk_log)
     rss = sampler.finish()
     after = end(bench, srv.pid)
-    lags = lag(srv.metrics_port)
     if syncs is not None:
-        time.sleep(STATS_FLUSH_S)
         rec["queries_per_sync"] = pg.queries_per_sync(syncs, transaction_counts(bench))
+    lags = lag(srv.metrics_port)
     w = wrk.json_line(res["output"])
     rec["wrk"] = w
     rec["wrk_command"] = "MODE=" + test + " " + " ".join(wrk_cmd(bench, test, srv.port,
@@ -174,7 +171,7 @@ def run_pgbench(bench, rnd, label, test):
     cmd = pgbench_cmd(bench, label, test, a.duration, os.path.join(logdir, "tx"))
     rec["command"] = " ".join(cmd)
     before = begin(bench, None)
-    syncs = transaction_counts(bench)  # the warm-up's backends have exited: all reported
+    syncs = transaction_counts(bench)  # the warm-up's backends have exited: exact
     res = toolrun.run_measured(cmd, timeout=a.duration + 60,
                                log_path=os.path.join(bench.logdir,
                                                      f"r{rnd}-{label}-{test}.txt"))

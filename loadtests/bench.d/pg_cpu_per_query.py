@@ -16,6 +16,14 @@ Setups (PostgreSQL pinned to CPU 0 throughout, 20 connections):
   notesd-prepared            notesd --prepared on CPU 1, wrk -c100 on CPU 0
   notesd-prepared,timeout=0  the same with QUERY_TIMEOUT_MS=0 (no statement_timeout)
   pgbench, notesd            the same two for unnamed statements (-M extended)
+  pgbench-prepared-pipeline  pgbench -M prepared on CPU 1, 16 statements per \startpipeline
+                             block (bench's pgbench-prepared-pipeline-servercore)
+  notesd-prepared-pipeline   notesd --prepared --pipeline 16 on CPU 1, wrk -c100 on CPU 0
+  pgbench-pipeline, notesd-pipeline   the same two for unnamed statements
+
+Besides the table, queries per sync in the window (pg_stat_statements' calls over
+pg_stat_database's transactions; a backend reports those at most once a second, so this
+is within about a second's share of the window) and the client backends in use.
 
 Needs root or perf_event_paranoid <= 1 for perf stat on other users' processes; runs
 against the benchmark's private PostgreSQL (sql/localdb.sh, started when it is not
@@ -25,6 +33,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -81,18 +90,23 @@ def perf_window(pids, seconds):
 
 
 def measure(url, seconds, load):
-    """Starts the load (a Popen), waits for 20 busy backends, measures one window."""
+    """Starts the load (a Popen), waits for its backends (20, or as many as a pipelined
+    notesd opens: the same set for a second), measures one window."""
     deadline = time.monotonic() + 10
-    pids = []
+    pids, since = [], time.monotonic()
     while time.monotonic() < deadline:
-        pids = backends(url)
-        if len(pids) >= 20:
+        now = backends(url)
+        if set(now) != set(pids):
+            pids, since = now, time.monotonic()
+        if len(pids) >= 20 or (pids and time.monotonic() - since >= 1.0):
             break
         time.sleep(0.1)
     time.sleep(0.5)  # past connection set-up and the first plans
     c0, e0 = calls(url)
+    s0 = pg.sync_counts(url)
     p = perf_window(pids, seconds)
     c1, e1 = calls(url)
+    s1 = pg.sync_counts(url)
     load.wait(timeout=seconds + 60)
     n = c1 - c0
     if not n:
@@ -101,27 +115,42 @@ def measure(url, seconds, load):
             "cpu_us": 1e3 * p.get("task-clock", 0) / n,
             "exec_us": 1e3 * (e1 - e0) / n,
             "syscalls": p.get("raw_syscalls:sys_enter", 0) / n,
-            "switches": p.get("context-switches", 0) / n}
+            "switches": p.get("context-switches", 0) / n,
+            "per_sync": pg.queries_per_sync(s0, s1) or 0.0,
+            "backends": float(len(pids))}
 
 
-def pgbench_load(db, mode, cpu, seconds, settings=None):
+def script_path(script, depth):
+    """A script of this folder, or a copy of it in pipelines of `depth` (as bench makes)."""
+    path = os.path.join(HERE, script + ".sql")
+    if not depth:
+        return path
+    out = os.path.join(tempfile.gettempdir(), f"pg-cpu-{script}-pipeline{depth}.sql")
+    with open(path) as f, open(out, "w") as o:
+        o.write(bench.pipeline_script(f.read(), depth))
+    return out
+
+
+def pgbench_load(db, mode, cpu, seconds, settings=None, depth=None):
     cmd = ["taskset", "-c", str(cpu), "pgbench", "-n", "-h", db.host, "-p", str(db.port),
            "-U", db.user, "-c", "20", "-j", "1", "-M", mode, "-T", str(seconds)]
     for i, tag in enumerate(mixes.TAGS):
         cmd += ["-D", f"tag{i}={tag}"]
     for script, weight in bench.PGBENCH_MIXES["read"]:
-        cmd += ["-f", f"{os.path.join(HERE, script + '.sql')}@{weight}"]
+        cmd += ["-f", f"{script_path(script, depth)}@{weight}"]
     env = dict(os.environ, PGOPTIONS=SETTINGS[settings] if settings else "")
     return subprocess.Popen(cmd + [db.dbname], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
 
 
-def notesd_run(binary, url, prepared, timeout_ms, seconds, measure_fn):
+def notesd_run(binary, url, prepared, timeout_ms, seconds, measure_fn, depth=None):
     env = server.target_env("notesd", dict(os.environ), url, 18490, 19490)
     if prepared:
         env["PREPARED"] = "1"
     if timeout_ms is not None:
         env["QUERY_TIMEOUT_MS"] = str(timeout_ms)
+    if depth:
+        env["PIPELINE_DEPTH"] = str(depth)
     proc = server.ProcessUnderTest([binary], env, paths.REPO, "/dev/null", port=18490,
                                    ready_path="/notes?tag=js", cpus=1)
     try:
@@ -179,6 +208,12 @@ def main():
             ("pgbench-prepared+wrk", "wrk-beside"),
             ("pgbench", lambda: pgbench_load(db, "extended", 1, run_s)),
             ("notesd", (False, None)),
+            ("pgbench-prepared-pipeline",
+             lambda: pgbench_load(db, "prepared", 1, run_s, depth=bench.PIPELINE_DEPTH)),
+            ("notesd-prepared-pipeline", (True, None, bench.PIPELINE_DEPTH)),
+            ("pgbench-pipeline",
+             lambda: pgbench_load(db, "extended", 1, run_s, depth=bench.PIPELINE_DEPTH)),
+            ("notesd-pipeline", (False, None, bench.PIPELINE_DEPTH)),
         ]
         if a.setups:
             wanted = a.setups.split(",")
@@ -195,7 +230,8 @@ def main():
                                                         pgbench_load(db, "prepared", 1, run_s)))
                 else:
                     r = notesd_run(a.notesd, url, how[0], how[1], run_s,
-                                   lambda load: measure(url, window, load))
+                                   lambda load: measure(url, window, load),
+                                   depth=how[2] if len(how) > 2 else None)
                 if r:
                     results[name].append(r)
                 print(f"{name}: {r}", file=sys.stderr)
@@ -205,14 +241,16 @@ def main():
     finally:
         db.close()
     print("| setup | queries/s | backend CPU µs/query | execution µs/query "
-          "(pg_stat_statements) | syscalls/query | context switches/query |")
-    print("|---|---|---|---|---|---|")
+          "(pg_stat_statements) | syscalls/query | context switches/query | queries/sync "
+          "| backends |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in rows:
         if r is None:
-            print(f"| {name} | – | – | – | – | – |")
+            print(f"| {name} | – | – | – | – | – | – | – |")
             continue
         print(f"| {name} | {r['queries_per_s']:,.0f} | {r['cpu_us']:.1f} | {r['exec_us']:.1f} | "
-              f"{r['syscalls']:.1f} | {r['switches']:.2f} |")
+              f"{r['syscalls']:.1f} | {r['switches']:.2f} | {r['per_sync']:.1f} | "
+              f"{r['backends']:.0f} |")
     return 0
 
 

@@ -367,7 +367,7 @@ static void hold_answer(pgconn_t *conn)
  * the shared transaction itself failed and it had company: then it goes
  * again too), and every other command of a failed segment is undone. A
  * callback may send (later commands join a new segment) or close the
- * connection; finish() then clears what is still held. */
+ * connection: then the answers not handed out are freed here. */
 static void end_segment(pgconn_t *conn)
 {
     unsigned n = conn->nheld;

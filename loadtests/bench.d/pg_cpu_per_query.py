@@ -26,6 +26,10 @@ utime + stime) and the client backends in use. (Queries per sync is bench's figu
 backend reports its transactions at most once a second, too seldom for a window this
 short.)
 
+With --record DIR the window is a `perf record -g` of the backends instead (DIR/SETUP.data),
+and DIR/SETUP.txt keeps `perf report`'s shares by library and by symbol: where a
+backend's time goes per setup, compared side by side.
+
 Needs root or perf_event_paranoid <= 1 for perf stat on other users' processes; runs
 against the benchmark's private PostgreSQL (sql/localdb.sh, started when it is not
 running). Prints one table.
@@ -90,7 +94,29 @@ def perf_window(pids, seconds):
     return out
 
 
-def measure(url, seconds, load):
+RECORD = None  # --record: the directory the profiles go to
+REPORT_LINES = 40
+
+
+def perf_record(pids, seconds, name):
+    """perf record -g over those pids for `seconds` into RECORD/name.data; RECORD/name.txt
+    gets the shares by library (dso) and the top symbols."""
+    data = os.path.join(RECORD, f"{name}.data")
+    subprocess.run(["perf", "record", "-g", "-o", data, "-p", ",".join(str(p) for p in pids),
+                    "--", "sleep", str(seconds)], capture_output=True)
+    with open(os.path.join(RECORD, f"{name}.txt"), "w") as out:
+        for sort in ("dso", "dso,sym"):
+            res = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
+                                  "-g", "none", "--percent-limit", "0.5", "--sort", sort],
+                                 capture_output=True, text=True)
+            lines = [line for line in res.stdout.splitlines()
+                     if line.strip() and not line.startswith("#")]
+            out.write(f"## {name}: perf report --sort {sort}\n\n")
+            out.write("\n".join(lines[:REPORT_LINES]) + "\n\n")
+    return {}
+
+
+def measure(url, seconds, load, name=None):
     """Starts the load (a Popen), waits for its backends (20, or as many as a pipelined
     notesd opens: the same set for a second), measures one window."""
     deadline = time.monotonic() + 10
@@ -105,7 +131,7 @@ def measure(url, seconds, load):
     time.sleep(0.5)  # past connection set-up and the first plans
     c0, e0 = calls(url)
     t0 = [procs.proc_stat(p) for p in pids]
-    p = perf_window(pids, seconds)
+    p = perf_record(pids, seconds, name) if RECORD else perf_window(pids, seconds)
     t1 = [procs.proc_stat(p) for p in pids]
     c1, e1 = calls(url)
     both = [(a, b) for a, b in zip(t0, t1) if a and b]
@@ -116,7 +142,8 @@ def measure(url, seconds, load):
     if not n:
         return None
     return {"queries_per_s": n / seconds,
-            "cpu_us": 1e3 * p.get("task-clock", 0) / n,
+            # perf's task-clock, or with --record /proc's coarser ticks
+            "cpu_us": 1e3 * p["task-clock"] / n if "task-clock" in p else 1e6 * cpu / n,
             "exec_us": 1e3 * (e1 - e0) / n,
             "syscalls": p.get("raw_syscalls:sys_enter", 0) / n,
             "switches": p.get("context-switches", 0) / n,
@@ -193,7 +220,12 @@ def main():
     p.add_argument("--repeat", type=int, default=2,
                    help="rounds over all setups, interleaved; the table shows medians")
     p.add_argument("--notesd", default=os.path.join(paths.REPO, "build", "notesd"))
+    p.add_argument("--record", metavar="DIR", help="profile the backends with perf record")
     a = p.parse_args()
+    global RECORD
+    if a.record:
+        RECORD = a.record
+        os.makedirs(RECORD, exist_ok=True)
     db = LocalDatabase(pin_cpus={0}).open()
     url = db.url
     window = a.seconds
@@ -227,14 +259,15 @@ def main():
             for name, how in setups:
                 db.reset()
                 if callable(how):
-                    r = measure(url, window, how())
+                    r = measure(url, window, how(), name)
                 elif how == "wrk-beside":
                     r = with_wrk_beside(a.notesd, url, run_s,
                                         lambda: measure(url, window,
-                                                        pgbench_load(db, "prepared", 1, run_s)))
+                                                        pgbench_load(db, "prepared", 1, run_s),
+                                                        name))
                 else:
                     r = notesd_run(a.notesd, url, how[0], how[1], run_s,
-                                   lambda load: measure(url, window, load),
+                                   lambda load: measure(url, window, load, name),
                                    depth=how[2] if len(how) > 2 else None)
                 if r:
                     results[name].append(r)

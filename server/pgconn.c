@@ -61,6 +61,7 @@ struct pgconn {
     uint64_t commands;  /* commands sent so far, numbered from 0 in the order sent */
     uint64_t read;      /* commands whose results are all read; the one being read is `read` */
     unsigned unsynced;  /* pipeline mode: commands sent since the last sync */
+    unsigned segments;  /* pipeline mode: segments synced whose sync has not come back */
     unsigned nheld;     /* pipeline mode: answers read and held until their segment's sync */
     int failed_at;      /* index in `held` of the segment's first failed command, or -1 */
     uint32_t prepared;  /* bit i: statement i is prepared here, or its prepare is in flight */
@@ -475,7 +476,12 @@ static void read_results(pgconn_t *conn)
         if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
             PQclear(res);
             fresh = 1; /* no NULL follows a sync */
+            assert(conn->segments > 0);
+            conn->segments--;
             end_segment(conn);
+            /* A segment held open behind this one goes at the turn's end. */
+            if (conn->state == PGCONN_OPEN && conn->unsynced > 0)
+                timers_after_turn(conn->timers, &conn->sync_due);
             continue;
         }
         keep_result(conn, res);
@@ -568,6 +574,7 @@ static int sync_segment(pgconn_t *conn)
         return -1;
     }
     conn->unsynced = 0;
+    conn->segments++;
     if (flush(conn) != 0)
         return -1;
     conn->cb->on_sent(conn, n, conn->data);
@@ -575,12 +582,17 @@ static int sync_segment(pgconn_t *conn)
 }
 
 /* The end of the turn that opened the segment: every command the turn gave
- * the connection is in, and the segment goes out. */
+ * the connection is in, and the segment goes out, unless the one before it is
+ * still out and there is room for more: then it stays open and goes when that
+ * one's sync comes back (read_results), as pgbench sends its next pipeline
+ * once the last one is answered. The server would run it only after the one
+ * before anyway; waiting for that makes the batches as large as the load. */
 static void on_sync_due(turn_entry_t *entry)
 {
     pgconn_t *conn = H2O_STRUCT_FROM_MEMBER(pgconn_t, sync_due, entry);
-    if (conn->state == PGCONN_OPEN)
-        sync_segment(conn); /* a failure went to on_failed */
+    if (conn->state != PGCONN_OPEN || (conn->segments > 0 && conn->pending < conn->params->depth))
+        return;
+    sync_segment(conn); /* a failure went to on_failed */
 }
 
 int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values,

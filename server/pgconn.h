@@ -10,8 +10,9 @@
  * mode, where several commands are in flight and their results come back in
  * the order they were sent. In pipeline mode commands go out in segments: the
  * commands sent during one turn of the loop, ended by one sync point and
- * written at once at the end of the turn (timers_after_turn), or one command
- * alone, synced at once. The server runs a segment as one implicit
+ * written at once at the end of the turn (timers_after_turn), or later, once
+ * the segment before it is answered, while the connection has room: or one
+ * command alone, synced at once. The server runs a segment as one implicit
  * transaction: its writes commit together at the sync, and an error in it
  * rolls back the commands before the failing one and skips those after it
  * (PGRES_PIPELINE_ABORTED). So an answer is handed out only when its
@@ -98,7 +99,8 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, timers_t *timers, unsigned id,
 
 /* How a command goes out in pipeline mode. */
 enum pgconn_segment {
-    PGCONN_BATCH, /* in the segment this turn fills, synced at the turn's end (depth > 1) */
+    PGCONN_BATCH, /* in the open segment, synced at the turn's end, or once the segment
+                     before it is answered while it has room (depth > 1) */
     PGCONN_ALONE, /* in a segment of its own, synced at once (after the open one) */
 };
 

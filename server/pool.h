@@ -14,8 +14,9 @@
  *
  * Batches (N > 1): the queries a connection takes during one turn of the loop
  * go out as one segment, under one sync and in one write at the end of the
- * turn (timers_after_turn), and a turn fills the connection it started on
- * before it takes another. The server runs a segment as one implicit
+ * turn (timers_after_turn), or, while its previous segment is still out and
+ * it has room, once that one is answered (pgconn.c); a turn fills the
+ * connection it started on before it takes another. The server runs a segment as one implicit
  * transaction, so its writes commit together, and an answer is given only
  * once its segment's sync came back. When a statement fails, the segment's
  * other queries did not run or were rolled back: each is sent again, alone

@@ -832,9 +832,9 @@ static void discarded_connection_answers_each_query_once(void)
 }
 
 /* Batches: queries a connection takes during one turn of the loop go out under
- * one sync, at the end of the turn; queries of later turns in later batches,
- * on the same connection while it has room. Without --pipeline beyond 1, a
- * sync per query. */
+ * one sync, at the end of the turn; while a batch is out, the next one stays
+ * open, for the queries of later turns too, until the connection is full (or
+ * that batch is answered). With --pipeline 1, a sync per query. */
 static int fake_executes;
 
 static int sent_in_all(void *arg)
@@ -842,54 +842,63 @@ static int sent_in_all(void *arg)
     return ((pool_t *)arg)->stats.syncs > 0 && ((pool_t *)arg)->in_flight == (size_t)fake_executes;
 }
 
-static void batch_of(int depth, int queries, int turns, int want_syncs)
+/* Queries admitted while the connection opens, `later` more in later turns
+ * (one turn each) while the first batch is out; the fake server closes after
+ * `closes_after` queries. Checks the syncs sent and that every query is
+ * answered once (503: the server closed). */
+static void batches_of(int depth, int first, int later, int want_syncs, int closes_after)
 {
     h2o_loop_t *loop = loop_create();
     pool_t pool;
     fake_server_t fake;
     char url[128];
-    test_query_t t[8];
-    test_query_t first;
+    test_query_t t[16];
 
-    fake_server_start(&fake, queries + 1);
+    fake_server_start(&fake, closes_after);
     snprintf(url, sizeof(url), "postgresql://nobody@127.0.0.1:%d/none", fake.port);
     reset_settings();
     settings.max = 1;
     settings.depth = depth;
     CHECK_INT_EQ(pool_open(&pool, loop, url), 0);
-    /* One query opens the connection and goes out alone when it is ready. */
-    query_init(&first, 0);
-    CHECK_INT_EQ(pool_query(&pool, &first.q), POOL_ADMITTED);
-    fake_executes = 1;
+    for (int k = 0; k < first; k++) {
+        query_init(&t[k], 1);
+        CHECK_INT_EQ(pool_query(&pool, &t[k].q), POOL_ADMITTED);
+    }
+    fake_executes = first; /* taken by the connection when it is ready: one turn */
     CHECK(run_until(loop, sent_in_all, &pool));
     CHECK_INT_EQ(pool.stats.syncs, 1);
-    /* The others while it is busy: `turns` turns, the queries spread over them. */
-    for (int i = 0, k = 0; i < turns; i++) {
-        for (; k < queries * (i + 1) / turns; k++) {
-            query_init(&t[k], 1);
-            CHECK_INT_EQ(pool_query(&pool, &t[k].q), POOL_ADMITTED);
-        }
+    for (int k = first; k < first + later; k++) {
+        query_init(&t[k], 1);
+        CHECK_INT_EQ(pool_query(&pool, &t[k].q), POOL_ADMITTED);
         CHECK_LISTS(&pool, 0, 0, 1, 0);
-        timers_end_turn(&timers); /* the end of the turn that took them */
+        timers_end_turn(&timers); /* the end of the turn that took it */
     }
-    CHECK_INT_EQ(pool.stats.syncs, 1 + want_syncs);
-    CHECK(wait_for_callbacks(loop, 1 + queries)); /* the server closes: 503 each, once */
-    CHECK_INT_EQ(first.calls, 1);
-    for (int k = 0; k < queries; k++) {
+    CHECK_INT_EQ(pool.stats.syncs, want_syncs);
+    CHECK(wait_for_callbacks(loop, first + later)); /* the server closes: 503 each, once */
+    for (int k = 0; k < first + later; k++) {
         CHECK_INT_EQ(t[k].calls, 1);
         CHECK_INT_EQ(t[k].err, POOL_ERR_UNAVAILABLE);
     }
     pool_finish(&pool, loop);
     fake_server_stop(&fake);
-    CHECK_INT_EQ(fake.executes, 1 + queries);
-    CHECK_INT_EQ(fake.syncs, 1 + want_syncs);
+    CHECK_INT_EQ(fake.syncs, want_syncs);
 }
 
 static void queries_taken_in_one_turn_share_one_sync(void)
 {
-    batch_of(/* depth= */ 8, /* queries= */ 5, /* turns= */ 1, /* want_syncs= */ 1);
-    batch_of(8, 6, 3, 3);
-    batch_of(1, 0, 1, 0); /* --pipeline 1: its own sync, at once */
+    batches_of(/* depth= */ 8, /* first= */ 5, /* later= */ 0, /* want_syncs= */ 1,
+               /* closes_after= */ 5);
+    batches_of(1, 1, 0, 1, 1); /* --pipeline 1: its own sync, at once */
+}
+
+/* One batch out: the queries of the next turns wait in the next batch until
+ * the connection is full, which sends it; the server never sees them before. */
+static void the_next_batch_waits_for_room_or_for_the_one_before_it(void)
+{
+    batches_of(/* depth= */ 4, /* first= */ 1, /* later= */ 3, /* want_syncs= */ 2,
+               /* closes_after= */ 4);
+    /* Room left: it stays open, and goes nowhere before the server closes. */
+    batches_of(8, 1, 2, 1, 1);
 }
 
 /* libpq reads its own variables; the tests must not depend on the caller's. */
@@ -917,6 +926,7 @@ int main(void)
     CHECK_RUN(silent_database_connect_timeout_fails_waiting_queries);
     CHECK_RUN(pipeline_opens_a_connection_per_depth_waiters);
     CHECK_RUN(queries_taken_in_one_turn_share_one_sync);
+    CHECK_RUN(the_next_batch_waits_for_room_or_for_the_one_before_it);
     CHECK_RUN(shutdown_lets_waiting_queries_finish);
     CHECK_RUN(shutdown_empties_the_pool_within_the_connect_timeout);
     CHECK_RUN(two_pools_on_one_loop_keep_their_own_settings);

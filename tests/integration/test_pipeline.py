@@ -498,13 +498,13 @@ class BatchTest(BatchCase):
         calls = [("GET", "/notes/801", None), ("POST", "/notes", note_body("lost-a")),
                  ("PUT", "/notes/95", note_body("lost-put")),
                  ("POST", "/notes", note_body("lost-b")), ("GET", "/notes/802", None)]
-        pid = list(notesd_backends(self.db, self.dbname))[0]
+        pid = list(notesd_backends(self.db))[0]
         batch = threading.Thread(target=lambda: answers.extend(
             h2_batch(self.server.direct_port, calls)), daemon=True)
         answers = []
         batch.start()
         poll(lambda: self.in_flight() == len(calls), what="the batch in flight")
-        poll(lambda: notesd_backends(self.db, self.dbname).get(pid) == "Lock",
+        poll(lambda: notesd_backends(self.db).get(pid) == "Lock",
              what="the batch waiting for the row lock")
         with self.db.cursor() as cur:
             cur.execute("select pg_terminate_backend(%s)", (pid,))

@@ -5,7 +5,7 @@ subjects.py        what runs where: subjects, tests, CPUs, ports, command lines
 setup.py           before the rounds: tools, notesd's copy, peers, database, units, preflight
 runs.py            the rounds and their records; the start-up series
 figures.py         medians and ranges, pairs, ratios, targets, limits, the ceiling, scaling
-headline.py        the headline figures (bench.d/README.md's table), each with its range
+headline.py        the headline figures (the report's first table), each with its range
 report.py          the Markdown report, one function per section
 sweep.py           --sweep: 1 to 1000 connections
 netns.py           --netns: three network namespaces with a delay per link

@@ -1,5 +1,5 @@
-"""bench's headline figures: the table of loadtests/bench.d/README.md's "Latest
-figures", one row per notesd variant and test, with every figure's range over the
+"""bench's headline figures, the report's first table (loadtests/bench.d/README.md's "Latest
+figures" points at it): one row per notesd variant and test, with every figure's range over the
 rounds beside its median: notesd's req/s, its limit (h2o for the routes without a
 database; for the mixes the modelled ceiling of the database's core in notesd's own
 layout, figures.ceiling_rows), the best peer's req/s, notesd's CPU per request
@@ -72,8 +72,7 @@ def headline_section(summary, runs, meta):
                 "none is fit to quote; the headline run is `loadtests/bench` with its defaults "
                 "(loadtests/bench.d/README.md, \"Latest figures\").", ""]
     out.append(f"Medians of {meta['rounds']} round(s) of {meta['duration_s']} s, with the range "
-               "over the rounds (min–max); a ratio's range pairs the two figures round by round. "
-               "This is the table of loadtests/bench.d/README.md's \"Latest figures\".")
+               "over the rounds (min–max); a ratio's range pairs the two figures round by round.")
     out.append("")
     trows = []
     for r in rows:

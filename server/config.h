@@ -2,8 +2,9 @@
  * config.h - the server's settings, read once at start-up.
  *
  * Every setting has one row in config.c's table: flag, environment variable,
- * type, default and help. The environment is read first and flags override it,
- * as the reference Express app takes its settings from the environment.
+ * type, default and its one description. The environment is read first and
+ * flags override it, as the reference Express app takes its settings from the
+ * environment.
  * config_load hands the settings out as const, and there is no global to
  * write: main reads them and passes each module what it needs (pool_settings_t,
  * request_settings_t, the loops' shares), so nothing below reads them itself.
@@ -85,8 +86,7 @@ typedef struct config_option_doc {
     int def_is_value; /* 1: `def` is a value to type; 0: it is words ("required", a formula) */
     int has_range;    /* 1: an integer accepted only from min to max, shown as such */
     long min, max;    /* that range */
-    const char *help; /* one line of plain text, for --help */
-    const char *text; /* the full text: Markdown's `code` and [links](page.md#anchor) only */
+    const char *text; /* Markdown's `code` and [links](page.md#anchor) only; --help strips them */
 } config_option_doc_t;
 
 /* Fills `out` with row `i`: the settings in alphabetical order, then --help and

@@ -5,6 +5,7 @@
     loadtests/calibrate --tools all|h2load,ab,... [--smoke] [--out report.md] [--json raw.json]
     loadtests/calibrate --tools k6 --merge calibration/latest-scorecard.json [--out ...] [--json ...]
     loadtests/calibrate --ws all|k6,artillery,tsung [--out ws.md] [--json ws.json]
+    loadtests/calibrate --report-from calibration/latest-scorecard.json
 
 Without --base-url it starts build/notesd itself on 127.0.0.1:18220 (metrics
 on 19220; --port, --metrics-port), pinned to CPU 1 with `taskset -c 1`, and
@@ -40,6 +41,10 @@ scorecard.html; --html FILE: that page here too).
 --smoke runs the counts check alone, two seconds per tool. The scorecard gains the
 WebSocket column (ws.py) for the listed tools that speak WebSocket; --ws
 LIST runs that column alone.
+
+--report-from JSON runs nothing: the scorecard of a saved --tools or --ws run's JSON
+is written again beside it (its name with .md, and the charts), made from the data
+alone, as the run wrote it; the committed scorecards in calibration/ are made so.
 """
 # The command is split by what each part owns. Without --tools: runs.py (one
 # measure_*() per section, and the load under them) and report.py (one
@@ -106,7 +111,12 @@ def parse_args(argv=None):
                    help="with --tools: the scorecard of that earlier full run with the rows of "
                         "the tools run now replaced or added (e.g. calibration/latest-scorecard"
                         ".json); the header says which rows came from which run")
+    p.add_argument("--report-from", metavar="SCORECARD_JSON",
+                   help="run nothing: write the report of a saved scorecard JSON (--tools or "
+                        "--ws) again beside it, as its name with .md")
     args = p.parse_args(argv)
+    if args.report_from and (args.tools or args.ws or args.merge):
+        p.error("--report-from runs nothing; drop --tools, --ws and --merge")
     if args.ws and args.tools:
         p.error("--ws runs the WebSocket column alone; --tools adds it to the matrix")
     if args.smoke and not args.tools:
@@ -269,8 +279,7 @@ def main_matrix(p, args):
         data = scorecard.merge(base, data)
     ws.attach(data, ws_only + tools, args.notesd, args.smoke)
     outdir = os.path.join(LOADTESTS, "results", "calibrate-" + data["started"].replace(":", ""))
-    print(ws.append(scorecard.write(data, outdir, args.out, args.json), data,
-                              outdir, args.out))
+    print(scorecard.write(data, outdir, args.out, args.json))
     for path in (os.path.join(outdir, "scorecard.html"), args.html):
         if path:
             scorecard_page.write_scorecard_page(data, path)
@@ -281,6 +290,12 @@ def main_matrix(p, args):
 def main(argv=None):
     """The command: argv without the program's name (default: this process's)."""
     p, args = parse_args(argv)
+    if args.report_from:
+        try:
+            print(scorecard.rewrite(args.report_from))
+        except (OSError, ValueError, KeyError) as e:
+            p.error(f"--report-from {args.report_from}: {e!r}")
+        return 0
     if args.ws:
         return ws.main_ws(args, os.path.join(LOADTESTS, "results"))
     if args.tools:

@@ -1,13 +1,18 @@
 """calibrate --tools: the scorecard of the conformance matrix, as Markdown, JSON and
 SVG charts, from the plain data calibrate.run_matrix() returns. Nothing
 here runs anything; the verdicts and their thresholds are matrix.py's.
+
+The Markdown is made from that data alone, so `calibrate --report-from` writes the
+same report again from a saved scorecard JSON; its first line says so.
 """
 import functools
+import json
 import os
 
 from loadlib import charts, report
 from loadlib.quantile import median
 from loadlib.commands.calibrate.verdicts import RAMP_OPTIONS, RATE_OPTIONS
+from loadlib.commands.calibrate.ws import generated_line, rewrite_column, ws_markdown
 
 TITLES = {"counts": "1. Counts", "latency": "2. Known latency", "errors": "3. Error accounting",
           "connections": "4. Connections", "overhead": "5. Overhead and ceiling",
@@ -427,31 +432,56 @@ def chart_cpu(data):
                             "tool (start-up included) and notesd", groups, series, values, "µs")
 
 
+def chart_files(data):
+    """{file name: SVG} of the charts the data has figures for."""
+    return {name: svg for name, svg in ((CHART_LATENCY, chart_latency(data)),
+                                        (CHART_CPU, chart_cpu(data))) if svg}
+
+
+def write_report(data, svgs, md_path, json_path, prefix):
+    """The scorecard at md_path, its first line naming json_path (where its data is), the
+    matrix, links to its charts (written beside it as prefix + name) and the WebSocket
+    column. Returns the text without the first line."""
+    folder = os.path.dirname(os.path.abspath(md_path))
+    for name, svg in svgs.items():
+        with open(os.path.join(folder, prefix + name), "w") as f:
+            f.write(svg)
+    text = markdown(data)
+    if svgs:
+        text += "Charts: " + ", ".join(f"[{prefix + n}]({prefix + n})" for n in svgs) + "\n"
+    if "websocket" in data:
+        text += "\n" + ws_markdown(data["websocket"])
+    with open(md_path, "w") as f:
+        f.write(generated_line(os.path.relpath(os.path.abspath(json_path), folder)) + text)
+    return text
+
+
 def write(data, outdir, md_path=None, json_path=None):
     """Writes scorecard.md, scorecard.json and the SVG charts into outdir (created), and
     copies of the Markdown and JSON to md_path and json_path when given (the charts then
     also go next to md_path, named after it, so its links hold). Returns the Markdown."""
     os.makedirs(outdir, exist_ok=True)
-    text = markdown(data)
-    svgs = {name: svg for name, svg in ((CHART_LATENCY, chart_latency(data)),
-                                        (CHART_CPU, chart_cpu(data))) if svg}
-
-    def with_charts(folder, prefix=""):
-        for name, svg in svgs.items():
-            with open(os.path.join(folder, prefix + name), "w") as f:
-                f.write(svg)
-        if not svgs:
-            return text
-        return text + "Charts: " + ", ".join(f"[{prefix + n}]({prefix + n})" for n in svgs) + "\n"
-
-    out = with_charts(outdir)
-    with open(os.path.join(outdir, "scorecard.md"), "w") as f:
-        f.write(out)
-    if md_path:
-        stem = os.path.splitext(os.path.basename(md_path))[0]
-        with open(md_path, "w") as f:
-            f.write(with_charts(os.path.dirname(os.path.abspath(md_path)), stem + "-"))
-    for path in (os.path.join(outdir, "scorecard.json"), json_path):
+    own_json = os.path.join(outdir, "scorecard.json")
+    for path in (own_json, json_path):
         if path:
             report.write_json(path, data, indent=1, default=str)
-    return out
+    svgs = chart_files(data)
+    text = write_report(data, svgs, os.path.join(outdir, "scorecard.md"), own_json, "")
+    if md_path:
+        stem = os.path.splitext(os.path.basename(md_path))[0]
+        write_report(data, svgs, md_path, json_path or own_json, stem + "-")
+    return text
+
+
+def rewrite(json_path):
+    """--report-from: the report of a saved scorecard JSON (of --tools or --ws) written again
+    beside it, as the JSON's name with .md and, for the matrix, its charts named after it
+    (plainly in a results directory, where the JSON is scorecard.json). Returns the text."""
+    with open(json_path) as f:
+        data = json.load(f)
+    if "pinning" not in data:                    # run_matrix() always sets it, a --ws run never
+        return rewrite_column(data, json_path)
+    stem = os.path.splitext(json_path)[0]
+    name = os.path.basename(stem)
+    return write_report(data, chart_files(data), stem + ".md", json_path,
+                        "" if name == "scorecard" else name + "-")

@@ -354,7 +354,8 @@ class ShutdownTest(unittest.TestCase):
 
         # 24 delays: SO_REUSEPORT leaves a loop without one with odds of 3 * (2/3)^24;
         # and three PUTs that wait on locked rows, holding database work in flight.
-        work = [("GET", "/delay/300")] * 24 + [("PUT", f"/notes/{i}") for i in (31, 32, 33)]
+        # Delays of 2 s, so that all are in flight at once however slowly the threads start.
+        work = [("GET", "/delay/2000")] * 24 + [("PUT", f"/notes/{i}") for i in (31, 32, 33)]
         threads = [threading.Thread(target=ask, args=w) for w in work]
         for t in threads:
             t.start()

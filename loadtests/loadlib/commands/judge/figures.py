@@ -190,10 +190,21 @@ def pictures(cols, model, log=None):
 
 
 def conn_open(cols, t0, mids):
-    """Connections open at each moment t0 + mids: accepted, and not yet past their last
-    answer."""
+    """The most connections open at once in each window centred on t0 + mids (accepted,
+    and not yet past their last answer): a peak, so connections that live a millisecond
+    show as well as those that stay."""
     c = journal.per_connection(cols["loop"], cols["conn"], cols["conn_at_us"], cols["ended_us"])
-    moments = t0 + (mids * 1e6).astype(np.int64)
-    opened = np.searchsorted(np.sort(c["at"]), moments, side="right")
-    closed = np.searchsorted(np.sort(c["end"]), moments, side="left")
-    return (opened - closed).tolist()
+    if not len(c["at"]) or not len(mids):
+        return [0] * len(mids)
+    times = np.concatenate([c["at"], c["end"]])
+    steps = np.concatenate([np.ones(len(c["at"]), np.int64), -np.ones(len(c["end"]), np.int64)])
+    order = np.lexsort((-steps, times))  # an accept before an end at the same microsecond
+    times, open_after = times[order], np.cumsum(steps[order])
+    half = (mids[1] - mids[0]) / 2 * 1e6 if len(mids) > 1 else 1e6
+    lo = np.searchsorted(times, t0 + (mids * 1e6 - half).astype(np.int64), side="left")
+    hi = np.searchsorted(times, t0 + (mids * 1e6 + half).astype(np.int64), side="left")
+    before = np.where(lo > 0, open_after[np.maximum(lo - 1, 0)], 0)  # open as the window begins
+    peaks = []
+    for a, b, start in zip(lo, hi, before):
+        peaks.append(int(max(start, open_after[a:b].max())) if b > a else int(start))
+    return peaks

@@ -67,7 +67,8 @@ def connections_chart(s):
     y = pc.axis_for(c["open"])
     svg = pc.plot(x, y, [pc.steps(c["t_s"], c["open"], "a")], "seconds from the first arrival",
                   "connections", title="connections open")
-    return htmlpage.chart_card("Connections open", svg, [("ka", "accepted and not yet done")])
+    return htmlpage.chart_card("Connections open", svg,
+                               [("ka", "most open at once in each window")])
 
 
 def latency_chart(s):

@@ -57,7 +57,7 @@ typedef struct notesd_config {
 #define CONFIG_PORT_AUTO (-1)
 
 /* HALF_CLOSE: what becomes of a request whose client has shut down its sending
- * side (FIN) by the time its answer is ready, after a wait (see docs/api.md). */
+ * side (FIN) by the time its answer is ready, after a wait ("Client gone" in docs/decisions.md). */
 enum config_half_close {
     CONFIG_HALF_CLOSE_ABORT,  /* as Node's HTTP server: the client is gone, nothing is sent */
     CONFIG_HALF_CLOSE_ANSWER, /* the answer is sent; only a reset client is gone */

@@ -172,9 +172,14 @@ static void start_loop(notesd_loop_t *loop)
 
 static void run_loop(notesd_loop_t *loop)
 {
-    /* h2o_evloop_run returns -1 on EINTR too; its result is not a reason to stop. */
-    while (loop->state != LOOP_STOPPED)
+    /* h2o_evloop_run returns -1 on EINTR too; its result is not a reason to stop.
+     * Each call is one turn; what the turn queued for its end (the database
+     * connections' syncs) goes out before the loop waits again. */
+    while (loop->state != LOOP_STOPPED) {
         h2o_evloop_run(loop->ctx.loop, INT32_MAX);
+        if (timers_turn_pending(&loop->timers))
+            timers_end_turn(&loop->timers);
+    }
 }
 
 /* Frees what the loop owns, when nothing is left that h2o would assert on;

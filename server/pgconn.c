@@ -12,9 +12,13 @@
  * that ends an idle session sends its reason as a notice just before closing.
  * Every failure is reported as one line (libpq's messages span several).
  *
- * In pipeline mode a command's results end with its PGRES_PIPELINE_SYNC
- * (one sync per command: see pgconn.h), so results are matched to commands by
- * counting syncs; without it, by the NULL that ends each command.
+ * Results are matched to commands by the NULL that ends each of libpq's
+ * queue entries: one per command, two when a prepare travels with it. In
+ * pipeline mode a finished command's answer is held until its segment's
+ * PGRES_PIPELINE_SYNC, which says the implicit transaction ended: then the
+ * segment's answers are handed out in order (end_segment), each done or
+ * undone. Holding costs nothing in time: the server flushes a segment's
+ * results at its sync, so they arrive together anyway.
  *
  * With named prepared statements, a statement is prepared on its first use on
  * the connection: the Parse travels with that first query, under the same
@@ -49,11 +53,17 @@ struct pgconn {
     h2o_socket_t *sock; /* watches a dup of libpq's socket */
     int pg_fd;          /* libpq's descriptor that `sock` mirrors */
     ino_t pg_ino;       /* ...and its inode, since the number alone can repeat */
-    PGresult *first;    /* the answer so far of the oldest command in flight (keep_result) */
-    unsigned nresults;  /* results of the oldest command so far */
+    PGresult *first;    /* the answer so far of the command being read (keep_result) */
+    unsigned nresults;  /* results of the command being read so far */
     int first_failed;   /* the first of them was an error (a prepare's, if it had one) */
+    unsigned entries;   /* libpq queue entries of that command ended so far (its NULLs) */
     unsigned pending;   /* commands sent and not yet answered */
-    uint64_t commands;  /* commands sent so far; the oldest in flight is commands - pending */
+    uint64_t commands;  /* commands sent so far, numbered from 0 in the order sent */
+    uint64_t read;      /* commands whose results are all read; the one being read is `read` */
+    unsigned unsynced;  /* pipeline mode: commands sent since the last sync */
+    unsigned segments;  /* pipeline mode: segments synced whose sync has not come back */
+    unsigned nheld;     /* pipeline mode: answers read and held until their segment's sync */
+    int failed_at;      /* index in `held` of the segment's first failed command, or -1 */
     uint32_t prepared;  /* bit i: statement i is prepared here, or its prepare is in flight */
     unsigned npreparing;
     struct preparing {    /* the prepares in flight: at most one per statement */
@@ -63,15 +73,18 @@ struct pgconn {
     const pgconn_params_t *params;
     const pgconn_callbacks_t *cb;
     void *data;
-    timers_t *timers;    /* the loop's */
-    timer_entry_t later; /* on the next turn: CLOSED, the free; otherwise a failure
-                            found while starting, reported */
-    char fatal[160];     /* primary text of the last FATAL/PANIC notice, or "" */
-    char why[512];       /* the last failure, on one line */
+    timers_t *timers;      /* the loop's */
+    timer_entry_t later;   /* on the next turn: CLOSED, the free; otherwise a failure
+                              found while starting, reported */
+    turn_entry_t sync_due; /* pipeline mode: the open segment's sync, at the turn's end */
+    char fatal[160];       /* primary text of the last FATAL/PANIC notice, or "" */
+    char why[512];         /* the last failure, on one line */
+    PGresult *held[];      /* pipeline mode: params->depth of them; nheld in use */
 };
 
 static void on_readable(h2o_socket_t *sock, const char *err);
 static void on_writable(h2o_socket_t *sock, const char *err);
+static void on_sync_due(turn_entry_t *entry);
 
 /* Copies `msg` to `dst` on one line: every run of white space (libpq's
  * messages hold newlines and tabs) becomes one space, and the ends are trimmed. */
@@ -280,17 +293,27 @@ static void keep_result(pgconn_t *conn, PGresult *res)
         PQclear(conn->first);
         conn->first = res;
     } else {
-        PQclear(res); /* after an error: the PGRES_PIPELINE_ABORTED of the skipped query */
+        PQclear(res); /* after a failed prepare: the PGRES_PIPELINE_ABORTED of its query */
     }
 }
 
-/* The oldest command is finishing: if it carried a prepare and that failed
- * (its result came first), the statement is not prepared here after all. */
+/* libpq queue entries of the command being read: two when a prepare travels with it. */
+static unsigned entries_of(const pgconn_t *conn)
+{
+    for (unsigned i = 0; i < conn->npreparing; i++)
+        if (conn->preparing[i].command == conn->read)
+            return 2;
+    return 1;
+}
+
+/* The command being read is finishing: if it carried a prepare and that
+ * failed or was skipped (its result came first), the statement is not
+ * prepared here after all. A prepare that ran stays even when its segment
+ * fails: prepared statements are not transactional. */
 static void settle_prepare(pgconn_t *conn)
 {
-    uint64_t number = conn->commands - conn->pending;
     for (unsigned i = 0; i < conn->npreparing; i++) {
-        if (conn->preparing[i].command != number)
+        if (conn->preparing[i].command != conn->read)
             continue;
         if (conn->first_failed)
             conn->prepared &= ~(UINT32_C(1) << conn->preparing[i].statement);
@@ -299,17 +322,87 @@ static void settle_prepare(pgconn_t *conn)
     }
 }
 
-/* The oldest command in flight is answered: hands its answer to the owner, or
- * fails the connection (the server ending the session). */
-static void finish_command(pgconn_t *conn)
+/* Takes the answer of the command whose results are all read; the next one
+ * is read from now on. */
+static PGresult *take_answer(pgconn_t *conn)
 {
-    PGresult *first = conn->first;
-
-    assert(conn->pending > 0);
+    PGresult *answer = conn->first;
     if (conn->npreparing > 0)
         settle_prepare(conn);
     conn->first = NULL;
     conn->nresults = 0;
+    conn->entries = 0;
+    conn->read++;
+    return answer;
+}
+
+/* A failure of the segment's shared transaction rather than of the statement
+ * (SQLSTATE class 40: a deadlock or a serialization failure), which sharing
+ * it with other statements can cause and running alone may not meet. */
+static int transaction_failed(const PGresult *res)
+{
+    const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    return sqlstate != NULL && sqlstate[0] == '4' && sqlstate[1] == '0';
+}
+
+/* Pipeline mode: a command's results are all read; its answer waits for the
+ * segment's sync. The first answer that is not a success failed the segment
+ * (a skip, PGRES_PIPELINE_ABORTED, only follows an error, so it is never
+ * first unless the server says nothing of why). */
+static void hold_answer(pgconn_t *conn)
+{
+    PGresult *answer = take_answer(conn);
+    assert(conn->nheld < conn->params->depth);
+    if (answer == NULL) {
+        fail(conn, "a command ended without a result");
+        return;
+    }
+    if (conn->failed_at < 0 && !result_ok(answer))
+        conn->failed_at = (int)conn->nheld;
+    conn->held[conn->nheld++] = answer;
+}
+
+/* Pipeline mode: the segment's sync came back, so its implicit transaction
+ * ended: committed, or rolled back by its failed command. Hands out its
+ * answers, oldest first: the failed command's error is its answer (unless
+ * the shared transaction itself failed and it had company: then it goes
+ * again too), and every other command of a failed segment is undone. A
+ * callback may send (later commands join a new segment) or close the
+ * connection: then the answers not handed out are freed here. */
+static void end_segment(pgconn_t *conn)
+{
+    unsigned n = conn->nheld;
+    int failed = conn->failed_at;
+
+    conn->nheld = 0;
+    conn->failed_at = -1;
+    for (unsigned i = 0; i < n && conn->state == PGCONN_OPEN; i++) {
+        PGresult *res = conn->held[i];
+        conn->held[i] = NULL;
+        enum pgconn_outcome outcome = PGCONN_DONE;
+        if (failed >= 0 && ((int)i != failed || PQresultStatus(res) == PGRES_PIPELINE_ABORTED ||
+                            (n > 1 && transaction_failed(res))))
+            outcome = PGCONN_UNDONE;
+        assert(conn->pending > 0);
+        conn->pending--;
+        conn->cb->on_result(conn, outcome == PGCONN_DONE ? res : NULL, outcome, conn->data);
+        PQclear(res);
+    }
+    if (conn->state != PGCONN_OPEN) /* closed in a callback: the answers not handed out */
+        for (unsigned i = 0; i < n; i++)
+            if (conn->held[i] != NULL) {
+                PQclear(conn->held[i]);
+                conn->held[i] = NULL;
+            }
+}
+
+/* Without pipeline mode: the command in flight is answered: hands its answer
+ * to the owner, or fails the connection (the server ending the session). */
+static void finish_command(pgconn_t *conn)
+{
+    PGresult *first = take_answer(conn);
+
+    assert(conn->pending > 0);
     conn->pending--;
     if (first == NULL) {
         /* A command always yields a result before its end; a server breaking
@@ -326,7 +419,7 @@ static void finish_command(pgconn_t *conn)
         fail(conn, conn->why);
         return;
     }
-    conn->cb->on_result(conn, first, conn->data);
+    conn->cb->on_result(conn, first, PGCONN_DONE, conn->data);
     PQclear(first);
 }
 
@@ -353,7 +446,7 @@ static void read_results(pgconn_t *conn)
     }
     if (flush(conn) != 0)
         return;
-    int nulls = 0; /* in a row: two mean libpq has nothing more for now */
+    int fresh = 1; /* no result of the current queue entry yet: a NULL now means "no more" */
     /* A callback may close the connection: the loop stops at once (its memory
      * lasts until the next turn). */
     while (conn->pending > 0 && conn->state == PGCONN_OPEN && !PQisBusy(conn->pg)) {
@@ -363,13 +456,17 @@ static void read_results(pgconn_t *conn)
                 finish_command(conn); /* NULL ends the command */
                 continue;
             }
-            if (++nulls > 1)
-                break;
-            continue; /* the end of one command's results; its sync comes next */
+            if (fresh)
+                break; /* libpq has nothing more for now */
+            /* The end of one queue entry's results: a prepare's, or the command's. */
+            fresh = 1;
+            if (++conn->entries == entries_of(conn))
+                hold_answer(conn);
+            continue;
         }
-        nulls = 0;
+        fresh = 0;
         if (conn->params->pipeline && is_fatal(res)) {
-            /* The session ends; the command's sync will never come. */
+            /* The session ends; the segment's sync will never come. */
             keep_fatal(conn, res);
             PQclear(res);
             snprintf(conn->why, sizeof(conn->why), "FATAL: %s", conn->fatal);
@@ -378,11 +475,15 @@ static void read_results(pgconn_t *conn)
         }
         if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
             PQclear(res);
-            finish_command(conn);
+            fresh = 1; /* no NULL follows a sync */
+            assert(conn->segments > 0);
+            conn->segments--;
+            end_segment(conn);
+            /* A segment held open behind this one goes at the turn's end. */
+            if (conn->state == PGCONN_OPEN && conn->unsynced > 0)
+                timers_after_turn(conn->timers, &conn->sync_due);
             continue;
         }
-        /* PGRES_PIPELINE_ABORTED cannot follow an error of another command
-         * (each has its own sync); kept like any error if it comes. */
         keep_result(conn, res);
     }
 }
@@ -425,9 +526,12 @@ static void on_later(timer_entry_t *entry)
 pgconn_t *pgconn_start(h2o_loop_t *loop, timers_t *timers, unsigned id,
                        const pgconn_params_t *params, const pgconn_callbacks_t *cb, void *data)
 {
-    pgconn_t *conn = calloc(1, sizeof(*conn));
+    size_t held = params->pipeline ? params->depth : 0;
+    assert(!params->pipeline || params->depth >= 1);
+    pgconn_t *conn = calloc(1, sizeof(*conn) + held * sizeof(conn->held[0]));
     if (conn == NULL)
         abort();
+    conn->failed_at = -1;
     conn->id = id;
     conn->state = PGCONN_CONNECTING;
     conn->loop = loop;
@@ -437,6 +541,7 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, timers_t *timers, unsigned id,
     conn->cb = cb;
     conn->data = data;
     conn->later.cb = on_later;
+    conn->sync_due.cb = on_sync_due;
 
     conn->pg = PQconnectStartParams(params->keywords, params->values, 1);
     if (conn->pg == NULL)
@@ -453,7 +558,45 @@ pgconn_t *pgconn_start(h2o_loop_t *loop, timers_t *timers, unsigned id,
     return conn;
 }
 
-int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values)
+/* Pipeline mode: ends the open segment with a sync point and writes it all,
+ * one write for the segment (libpq 15's PQpipelineSync flushes; libpq 17
+ * added a sync that does not). Returns 0, or -1 when the connection broke
+ * (on_failed was called). */
+static int sync_segment(pgconn_t *conn)
+{
+    unsigned n = conn->unsynced;
+    if (conn->sync_due.queued)
+        timers_cancel_turn(conn->timers, &conn->sync_due);
+    if (n == 0)
+        return 0;
+    if (PQpipelineSync(conn->pg) != 1) {
+        fail_with_libpq_error(conn); /* the owner may close conn in on_failed */
+        return -1;
+    }
+    conn->unsynced = 0;
+    conn->segments++;
+    if (flush(conn) != 0)
+        return -1;
+    conn->cb->on_sent(conn, n, conn->data);
+    return 0;
+}
+
+/* The end of the turn that opened the segment: every command the turn gave
+ * the connection is in, and the segment goes out, unless the one before it is
+ * still out and there is room for more: then it stays open and goes when that
+ * one's sync comes back (read_results), as pgbench sends its next pipeline
+ * once the last one is answered. The server would run it only after the one
+ * before anyway; waiting for that makes the batches as large as the load. */
+static void on_sync_due(turn_entry_t *entry)
+{
+    pgconn_t *conn = H2O_STRUCT_FROM_MEMBER(pgconn_t, sync_due, entry);
+    if (conn->state != PGCONN_OPEN || (conn->segments > 0 && conn->pending < conn->params->depth))
+        return;
+    sync_segment(conn); /* a failure went to on_failed */
+}
+
+int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values,
+                enum pgconn_segment segment)
 {
     const pgconn_params_t *p = conn->params;
     const pgconn_statement_t *st = &p->statements[statement];
@@ -461,13 +604,15 @@ int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values)
     int ok = 1;
 
     assert(conn->state == PGCONN_OPEN);
-    assert(p->pipeline || conn->pending == 0);
+    assert(p->pipeline ? conn->pending < p->depth : conn->pending == 0);
     assert(statement < p->nstatements);
+    if (p->pipeline && segment == PGCONN_ALONE && sync_segment(conn) != 0)
+        return -1;
     if (!p->prepared) {
         ok = PQsendQueryParams(conn->pg, st->sql, st->nparams, NULL, values, NULL, NULL, 0);
     } else {
         if ((conn->prepared & bit) == 0) {
-            /* Its first use here: the prepare goes first, under the query's sync. */
+            /* Its first use here: the prepare goes first, in the query's segment. */
             ok = PQsendPrepare(conn->pg, st->name, st->sql, st->nparams, NULL);
             conn->prepared |= bit;
             conn->preparing[conn->npreparing++] =
@@ -475,14 +620,24 @@ int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values)
         }
         ok = ok && PQsendQueryPrepared(conn->pg, st->name, st->nparams, values, NULL, NULL, 0);
     }
-    /* libpq 15's PQpipelineSync also flushes (libpq 17 added a sync that does not). */
-    if (!ok || (p->pipeline && PQpipelineSync(conn->pg) != 1)) {
+    if (!ok) {
         fail_with_libpq_error(conn); /* the owner may close conn in on_failed */
         return -1;
     }
     conn->commands++;
     conn->pending++;
-    return flush(conn);
+    if (!p->pipeline) {
+        if (flush(conn) != 0)
+            return -1;
+        conn->cb->on_sent(conn, 1, conn->data);
+        return 0;
+    }
+    conn->unsynced++;
+    if (segment == PGCONN_ALONE || p->depth == 1)
+        return sync_segment(conn);
+    /* In libpq's buffer until the turn's end (libpq sends on its own only past 64 KB). */
+    timers_after_turn(conn->timers, &conn->sync_due);
+    return 0;
 }
 
 unsigned pgconn_in_flight(const pgconn_t *conn)
@@ -503,6 +658,11 @@ static void finish(pgconn_t *conn)
         PQclear(conn->first);
         conn->first = NULL;
     }
+    for (unsigned i = 0; i < conn->nheld; i++) {
+        PQclear(conn->held[i]);
+        conn->held[i] = NULL;
+    }
+    conn->nheld = 0;
     PQfinish(conn->pg); /* the server's session ends now, not a turn later */
     conn->pg = NULL;
 }
@@ -516,5 +676,6 @@ void pgconn_close(pgconn_t *conn)
      * returns through pgconn's code, which reads `state` on its way out. A
      * failure waiting to be reported is not reported: the free takes its place. */
     timers_unlink(conn->timers, &conn->later);
+    timers_cancel_turn(conn->timers, &conn->sync_due);
     timers_defer(conn->timers, &conn->later);
 }

@@ -8,10 +8,18 @@
  *
  * Two ways to talk: one command at a time (libpq's default), or pipeline
  * mode, where several commands are in flight and their results come back in
- * the order they were sent. In pipeline mode every command is followed by its
- * own sync point (PQpipelineSync), so an error ends only the command it
- * belongs to: the server skips to the next sync after an error, and with a
- * sync per command there is nothing else to skip.
+ * the order they were sent. In pipeline mode commands go out in segments: the
+ * commands sent during one turn of the loop, ended by one sync point and
+ * written at once at the end of the turn (timers_after_turn), or later, once
+ * the segment before it is answered, while the connection has room: or one
+ * command alone, synced at once. The server runs a segment as one implicit
+ * transaction: its writes commit together at the sync, and an error in it
+ * rolls back the commands before the failing one and skips those after it
+ * (PGRES_PIPELINE_ABORTED). So an answer is handed out only when its
+ * segment's sync has come back, and it says whether the command took effect:
+ * done (its result, or the error that failed the segment), or undone (it did
+ * not run, or was rolled back with the segment): the owner sends it again or
+ * answers it; it is never reported as run.
  *
  * Callback contract: the owner may call pgconn_send or pgconn_close from
  * inside any callback. A close takes effect at once (the session ends, and no
@@ -43,22 +51,35 @@ typedef struct pgconn_params {
     int pipeline;                         /* enter pipeline mode after connecting */
     const pgconn_statement_t *statements; /* what pgconn_send's `statement` indexes */
     size_t nstatements;                   /* at most PGCONN_STATEMENTS_MAX */
-    int prepared; /* 1: named prepared statements, each prepared on a connection in the
-                     pipeline of its first use there (needs `pipeline`); 0: unnamed */
+    int prepared;   /* 1: named prepared statements, each prepared on a connection in the
+                       pipeline of its first use there (needs `pipeline`); 0: unnamed */
+    unsigned depth; /* pipeline mode: most commands the owner keeps in flight (>= 1); with 1
+                       every command is a segment of its own, synced at once */
 } pgconn_params_t;
 
 /* Most statements a connection's table may hold (one bit each). */
 #define PGCONN_STATEMENTS_MAX 32
 
+/* What became of a command (on_result). */
+enum pgconn_outcome {
+    PGCONN_DONE,   /* it ran; its answer is final */
+    PGCONN_UNDONE, /* its segment failed on another command: it left no trace, send it again */
+};
+
 typedef struct pgconn_callbacks {
     /* The connection is open, nothing is in flight, and it is ready for pgconn_send. */
     void (*on_ready)(pgconn_t *conn, void *data);
-    /* The oldest command in flight finished. `res` is its answer
+    /* The oldest command in flight finished. PGCONN_DONE: `res` is its answer
      * (PGRES_TUPLES_OK, PGRES_COMMAND_OK or an error, the prepare's when the
-     * prepare sent with it failed; never NULL). Ownership:
-     * pgconn PQclears it after the callback returns. Without pipeline mode the
-     * connection is ready again. */
-    void (*on_result)(pgconn_t *conn, PGresult *res, void *data);
+     * prepare sent with it failed), and in pipeline mode its segment ended,
+     * committed or failed by this very command. PGCONN_UNDONE (pipeline mode
+     * only): `res` is NULL; another command failed the segment, so this one did
+     * not run or was rolled back. Ownership: pgconn PQclears `res` after the
+     * callback returns. Without pipeline mode the connection is ready again. */
+    void (*on_result)(pgconn_t *conn, PGresult *res, enum pgconn_outcome outcome, void *data);
+    /* A segment went out: `commands` commands and their sync point, in one
+     * write (without pipeline mode: each command, with libpq's sync). */
+    void (*on_sent)(pgconn_t *conn, unsigned commands, void *data);
     /* The connection is broken or could not be opened; `why` is one line: libpq's
      * message, led by the server's FATAL reason when it sent one (valid during
      * the callback only). The owner must pgconn_close it. A result of severity
@@ -76,16 +97,25 @@ typedef struct pgconn_callbacks {
 pgconn_t *pgconn_start(h2o_loop_t *loop, timers_t *timers, unsigned id,
                        const pgconn_params_t *params, const pgconn_callbacks_t *cb, void *data);
 
+/* How a command goes out in pipeline mode. */
+enum pgconn_segment {
+    PGCONN_BATCH, /* in the open segment, synced at the turn's end, or once the segment
+                     before it is answered while it has room (depth > 1) */
+    PGCONN_ALONE, /* in a segment of its own, synced at once (after the open one) */
+};
+
 /* Sends one command, params->statements[statement] with text parameters
  * `values`: its SQL as an unnamed statement, exactly as node-postgres sends a
  * parameterised query, or with params->prepared the named prepared statement,
- * preceded by its prepare (PQsendPrepare) under the same sync when it is not
- * prepared on this connection yet. In pipeline mode a sync follows it, and it
- * may be sent while others are in flight; otherwise nothing may be in flight.
- * Returns 0, or -1 when the connection broke: like every other failure, that
- * went through on_failed, before this returns, and the connection may have
- * been closed there, so the caller must not touch it. */
-int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values);
+ * preceded by its prepare (PQsendPrepare) in the same segment when it is not
+ * prepared on this connection yet. Without pipeline mode it goes out at once
+ * with its own sync (libpq's), and nothing else may be in flight. In pipeline
+ * mode it may be sent while others are in flight (at most params->depth), and
+ * goes out as `segment` says. Returns 0, or -1 when the connection broke: like
+ * every other failure, that went through on_failed, before this returns, and
+ * the connection may have been closed there, so the caller must not touch it. */
+int pgconn_send(pgconn_t *conn, unsigned statement, const char *const *values,
+                enum pgconn_segment segment);
 
 /* Commands sent and not yet answered. */
 unsigned pgconn_in_flight(const pgconn_t *conn);

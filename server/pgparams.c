@@ -267,6 +267,7 @@ int pgparams_build(pgparams_t *p, const char *db_url, const pool_settings_t *poo
     p->conn.statements = statements;
     p->conn.nstatements = nstatements;
     p->conn.prepared = pool->prepared;
+    p->conn.depth = pool->depth > 0 ? (unsigned)pool->depth : 1;
     return 0;
 }
 

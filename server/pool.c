@@ -73,7 +73,7 @@ typedef struct pool_conn {
     timer_entry_t release;          /* GONE: frees it on the loop's next turn */
     timer_entry_t connect_deadline; /* CONNECTING: on pool->timers */
     timer_entry_t query_deadline;   /* BUSY: the oldest query's backstop, on pool->timers */
-    timer_entry_t answer_deadline;  /* BUSY, pipeline mode: when the oldest query still
+    timer_entry_t answer_deadline;  /* BUSY, pipeline mode: when the earliest query still
                                        waiting for its answer is due (see on_answer_due) */
     unsigned head, count;           /* the FIFO of queries in flight: slots[head], then onwards */
     pool_inflight_t slots[];        /* pool->per_conn of them */
@@ -83,9 +83,11 @@ typedef struct pool_conn {
     log_##level("pg#%u %s: " fmt, (conn)->id, state_names[(conn)->state], __VA_ARGS__)
 
 static void on_pg_ready(pgconn_t *pg, void *data);
-static void on_pg_result(pgconn_t *pg, PGresult *res, void *data);
+static void on_pg_result(pgconn_t *pg, PGresult *res, enum pgconn_outcome outcome, void *data);
+static void on_pg_sent(pgconn_t *pg, unsigned commands, void *data);
 static void on_pg_failed(pgconn_t *pg, const char *why, void *data);
-static const pgconn_callbacks_t pg_callbacks = {on_pg_ready, on_pg_result, on_pg_failed};
+static const pgconn_callbacks_t pg_callbacks = {on_pg_ready, on_pg_result, on_pg_sent,
+                                                on_pg_failed};
 
 /* ---- lists ------------------------------------------------------------------------------- */
 
@@ -220,34 +222,54 @@ static void fail_all_waiting(pool_t *pool, enum pool_error err)
 
 static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *reason);
 
-/* Sends q on conn, which must have room. Returns 0, or -1 when the connection
- * broke: on_pg_failed discarded it then, and q got its callback. */
-static int conn_send(pool_conn_t *conn, pool_query_t *q)
+/* Puts q in conn's FIFO of queries in flight and sends it: in the segment
+ * this turn fills on conn (which the rest of the turn fills first), or alone
+ * (a query sent again after its segment failed). `sent_ns` is when it was
+ * first sent: its deadline and its duration count from then. Returns 0, or
+ * -1 when the connection broke: on_pg_failed discarded it then, and q got
+ * its callback. */
+static int conn_put(pool_conn_t *conn, pool_query_t *q, uint64_t sent_ns, int alone)
 {
     pool_t *pool = conn->pool;
-    uint64_t now = stats_now_ns();
+    uint64_t now = alone ? stats_now_ns() : sent_ns; /* a clock read saved per query */
 
     assert(conn->count < pool->per_conn);
-    q->wait_ns = now - q->enqueued_ns;
-    histogram_observe(&pool->stats.acquire, (double)q->wait_ns / 1e9);
     pool_conn_set_state(conn, POOL_CONN_BUSY);
     pool_inflight_t *slot = &conn->slots[(conn->head + conn->count) % pool->per_conn];
     slot->query = q;
     slot->statement = q->statement;
     slot->timed_out = 0;
-    slot->sent_ns = now;
+    slot->sent_ns = sent_ns;
     conn->count++;
     STAT_ADD(pool->in_flight, 1);
     q->state = POOL_QUERY_RUNNING;
     q->conn = conn;
-    if (pgconn_send(conn->pg, (unsigned)q->statement, q->params) != 0)
+    if (pgconn_send(conn->pg, (unsigned)q->statement, q->params,
+                    alone ? PGCONN_ALONE : PGCONN_BATCH) != 0)
         return -1; /* conn is gone */
+    if (!alone && pool->per_conn > 1)
+        pool->filling = conn; /* until on_pg_sent: its segment is open */
     if (conn->count == 1 && pool->has_query_timeout)
         timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
-    /* Deadlines come in the order queries are sent: one timer, for the oldest. */
-    if (pool->per_conn > 1 && pool->has_query_timeout && !timers_is_linked(&conn->answer_deadline))
-        timers_link(pool->timers, &conn->answer_deadline, now + pool->query_timeout_ns);
+    /* One timer for the earliest query still waiting for its answer. */
+    if (pool->per_conn > 1 && pool->has_query_timeout) {
+        uint64_t due = sent_ns + pool->query_timeout_ns;
+        if (!timers_is_linked(&conn->answer_deadline) || due < conn->answer_deadline.due_ns) {
+            timers_unlink(pool->timers, &conn->answer_deadline);
+            timers_link(pool->timers, &conn->answer_deadline, due);
+        }
+    }
     return 0;
+}
+
+/* Sends q on conn, which must have room. Returns 0, or -1 when the connection
+ * broke: on_pg_failed discarded it then, and q got its callback. */
+static int conn_send(pool_conn_t *conn, pool_query_t *q)
+{
+    uint64_t now = stats_now_ns();
+    q->wait_ns = now - q->enqueued_ns;
+    histogram_observe(&conn->pool->stats.acquire, (double)q->wait_ns / 1e9);
+    return conn_put(conn, q, now, /* alone= */ 0);
 }
 
 /* A connection is ready or has room again: it takes waiting queries, oldest
@@ -340,6 +362,8 @@ static void conn_discard(pool_conn_t *conn, enum pool_error err, const char *rea
     }
     int first = conn->count > 0 && conn->slots[conn->head].query != NULL;
     STAT_SUB(pool->in_flight, conn->count);
+    if (pool->filling == conn)
+        pool->filling = NULL;
     pool_conn_set_state(conn, POOL_CONN_GONE);
     pgconn_close(conn->pg);
     timers_defer(pool->timers, &conn->release); /* the memory; nothing else reads it now */
@@ -401,7 +425,7 @@ static int is_statement_timeout(pool_t *pool, const PGresult *res, uint64_t took
            took_ns >= (uint64_t)pool->settings.query_timeout_ms * 1000000;
 }
 
-static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
+static void on_pg_result(pgconn_t *pg, PGresult *res, enum pgconn_outcome outcome, void *data)
 {
     pool_conn_t *conn = data;
     pool_t *pool = conn->pool;
@@ -418,6 +442,24 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
     timers_unlink(pool->timers, &conn->query_deadline);
     if (conn->count > 0 && pool->has_query_timeout)
         timers_link(pool->timers, &conn->query_deadline, now + pool->query_deadline_ns);
+    if (outcome == PGCONN_UNDONE) {
+        /* Its segment failed on another query: it left no trace, so it goes
+         * again, alone, and is answered by what it does then. Nobody waits for
+         * one whose requester left or whose deadline answered it: not sent;
+         * nor one whose deadline has come: answered, as its timer would. */
+        if (q != NULL && pool->has_query_timeout && now >= done.sent_ns + pool->query_timeout_ns) {
+            STAT_ADD(pool->stats.query_timeouts, 1);
+            q->duration_ns = took;
+            finish_query(q, NULL, POOL_ERR_QUERY_TIMEOUT);
+        } else if (q != NULL) {
+            STAT_ADD(pool->stats.resent, 1);
+            (void)conn_put(conn, q, done.sent_ns, /* alone= */ 1); /* -1: q was answered */
+            return;
+        }
+        if (conn->state != POOL_CONN_GONE)
+            conn_fill(conn);
+        return;
+    }
     histogram_observe(&pool->stats.query[done.statement], (double)took / 1e9);
     enum pool_error err = POOL_OK;
     if (PQresultStatus(res) == PGRES_FATAL_ERROR) {
@@ -442,6 +484,15 @@ static void on_pg_result(pgconn_t *pg, PGresult *res, void *data)
      * discarded it: then its memory lasts until the next turn, and it is done. */
     if (conn->state != POOL_CONN_GONE)
         conn_fill(conn);
+}
+
+/* A segment went out: a connection that took queries this turn is full. */
+static void on_pg_sent(pgconn_t *pg, unsigned commands, void *data)
+{
+    pool_conn_t *conn = data;
+    STAT_ADD(conn->pool->stats.syncs, 1);
+    if (conn->pool->filling == conn)
+        conn->pool->filling = NULL;
 }
 
 static void on_pg_failed(pgconn_t *pg, const char *why, void *data)
@@ -502,12 +553,14 @@ static void on_query_timeout(timer_entry_t *entry)
  * long. Every query whose time is up is answered POOL_ERR_QUERY_TIMEOUT now;
  * its slot stays until the server's result comes, which is then dropped. The
  * statement may still run after its answer: libpq 15 cannot cancel it without
- * blocking, and it is already on the server's side of the socket. */
+ * blocking, and it is already on the server's side of the socket. The walk
+ * covers every slot: a query sent again keeps its first deadline, so the
+ * FIFO is not in deadline order. */
 static void on_answer_due(timer_entry_t *entry)
 {
     pool_conn_t *conn = H2O_STRUCT_FROM_MEMBER(pool_conn_t, answer_deadline, entry);
     pool_t *pool = conn->pool;
-    uint64_t now = stats_now_ns();
+    uint64_t now = stats_now_ns(), next = 0;
 
     h2o_linklist_t late; /* answered after the walk: a callback may change the FIFO */
 
@@ -516,10 +569,10 @@ static void on_answer_due(timer_entry_t *entry)
         pool_inflight_t *slot = &conn->slots[(conn->head + i) % pool->per_conn];
         if (slot->query == NULL)
             continue;
-        if (slot->sent_ns + pool->query_timeout_ns > now) {
-            timers_link(pool->timers, &conn->answer_deadline,
-                        slot->sent_ns + pool->query_timeout_ns);
-            break;
+        uint64_t due = slot->sent_ns + pool->query_timeout_ns;
+        if (due > now) {
+            next = next == 0 || due < next ? due : next;
+            continue;
         }
         pool_query_t *q = slot->query;
         slot->query = NULL;
@@ -531,6 +584,8 @@ static void on_answer_due(timer_entry_t *entry)
         h2o_linklist_insert(&late, &q->link);
         STAT_ADD(pool->stats.query_timeouts, 1);
     }
+    if (next != 0)
+        timers_link(pool->timers, &conn->answer_deadline, next);
     while (!h2o_linklist_is_empty(&late)) {
         pool_query_t *q = H2O_STRUCT_FROM_MEMBER(pool_query_t, link, late.next);
         h2o_linklist_unlink(&q->link);
@@ -617,6 +672,9 @@ void pool_start(pool_t *pool, h2o_loop_t *loop, timers_t *timers)
  * commit) at once; pipelining is for the queries beyond that. */
 static pool_conn_t *pick_connection(pool_t *pool)
 {
+    /* A batch first: the connection whose segment this turn is filling. */
+    if (pool->filling != NULL && pool->filling->count < pool->per_conn && pool->waiting.len == 0)
+        return pool->filling;
     if (pool->idle.len > 0)
         return H2O_STRUCT_FROM_MEMBER(pool_conn_t, link, pool->idle.head.next);
     if (pool->per_conn == 1 || pool->waiting.len > 0 || total(pool) < (size_t)pool->settings.max)
@@ -725,81 +783,4 @@ void pool_dispose(pool_t *pool)
     timers_unlink(pool->timers, &pool->retry);
     timers_unlink(pool->timers, &pool->idle_reaper);
     timers_unlink(pool->timers, &pool->acquire_reaper);
-}
-
-/* ---- the metrics page's figures ---------------------------------------------------------- */
-
-void pool_report_init(pool_report_t *r)
-{
-    memset(r, 0, sizeof(*r));
-    histogram_init(&r->stats.acquire, stats_fine_bounds, stats_fine_nbounds);
-    for (size_t i = 0; i < POOL_STATEMENTS_MAX; i++)
-        histogram_init(&r->stats.query[i], stats_fine_bounds, stats_fine_nbounds);
-}
-
-/* Read from each pool's lists now, not kept as separate counters. */
-void pool_report_add(pool_report_t *r, const pool_t *pool)
-{
-    size_t idle = STAT_READ(pool->idle.len);
-    r->connections += STAT_READ(pool->connecting.len) + idle + STAT_READ(pool->busy.len);
-    r->idle += idle;
-    r->waiting += STAT_READ(pool->waiting.len);
-    r->in_flight += STAT_READ(pool->in_flight);
-    r->max += pool->settings.max;
-    const pool_stats_t *st = &pool->stats;
-    r->stats.connection_errors += STAT_READ(st->connection_errors);
-    r->stats.connects += STAT_READ(st->connects);
-    r->stats.rejected += STAT_READ(st->rejected);
-    r->stats.acquire_timeouts += STAT_READ(st->acquire_timeouts);
-    r->stats.query_timeouts += STAT_READ(st->query_timeouts);
-    histogram_accumulate(&r->stats.acquire, &st->acquire);
-    for (size_t i = 0; i < pool->nstatements; i++)
-        histogram_accumulate(&r->stats.query[i], &st->query[i]);
-    r->statements = pool->statements;
-    r->nstatements = pool->nstatements;
-}
-
-void pool_report_write(const pool_report_t *r, exposition_t *o)
-{
-    exposition_one(o, "notes_db_pool_connections", "gauge",
-                   "Open database connections, including those still connecting (pg.Pool "
-                   "totalCount).",
-                   r->connections);
-    exposition_one(o, "notes_db_pool_idle_connections", "gauge",
-                   "Connections ready for a query (pg.Pool idleCount).", r->idle);
-    exposition_one(o, "notes_db_pool_waiting_requests", "gauge",
-                   "Queries waiting for a connection (pg.Pool waitingCount).", r->waiting);
-    exposition_one(o, "notes_db_pool_queries_in_flight", "gauge",
-                   "Queries sent and not yet answered, over every connection (above the busy "
-                   "connections only with --pipeline).",
-                   r->in_flight);
-    exposition_one(o, "notes_db_pool_max_connections", "gauge",
-                   "The pool's connection limit (POOL_MAX).", (uint64_t)r->max);
-    exposition_family(o, "notes_db_pool_acquire_duration_seconds", "histogram",
-                      "Seconds from a query entering the pool to a connection being handed to "
-                      "it.");
-    exposition_histogram(o, "notes_db_pool_acquire_duration_seconds", "", &r->stats.acquire, NULL);
-    exposition_family(o, "notes_db_query_duration_seconds", "histogram",
-                      "Seconds from sending a statement to its complete result, per statement.");
-    for (size_t i = 0; i < r->nstatements; i++) {
-        char labels[64];
-        snprintf(labels, sizeof(labels), "statement=\"%s\",", r->statements[i].name);
-        exposition_histogram(o, "notes_db_query_duration_seconds", labels, &r->stats.query[i],
-                             NULL);
-    }
-    exposition_one(o, "notes_db_connection_errors_total", "counter",
-                   "Connection attempts that failed and connections that broke.",
-                   r->stats.connection_errors);
-    exposition_one(o, "notes_db_connections_opened_total", "counter",
-                   "Connections opened successfully.", r->stats.connects);
-    exposition_one(o, "notes_db_pool_rejected_total", "counter",
-                   "Queries answered 503 at once: queue full, database down or shutting down.",
-                   r->stats.rejected);
-    exposition_one(o, "notes_db_pool_acquire_timeouts_total", "counter",
-                   "Queries that waited longer than POOL_ACQUIRE_TIMEOUT_MS (503).",
-                   r->stats.acquire_timeouts);
-    exposition_one(o, "notes_db_query_timeouts_total", "counter",
-                   "Queries that ran past QUERY_TIMEOUT_MS (504), each once: statement_timeout, "
-                   "the --pipeline deadline from sending, or the loop's backstop.",
-                   r->stats.query_timeouts);
 }

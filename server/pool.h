@@ -12,6 +12,18 @@
  * room takes new queries, and one that gets room back takes as many waiters
  * as fit, oldest first. Results come back in the order the queries were sent.
  *
+ * Batches (N > 1): the queries a connection takes during one turn of the loop
+ * go out as one segment, under one sync and in one write at the end of the
+ * turn (timers_after_turn), or, while its previous segment is still out and
+ * it has room, once that one is answered (pgconn.c); a turn fills the
+ * connection it started on before it takes another. The server runs a segment as one implicit
+ * transaction, so its writes commit together, and an answer is given only
+ * once its segment's sync came back. When a statement fails, the segment's
+ * other queries did not run or were rolled back: each is sent again, alone
+ * (a segment of its own), and answered by what it does then; the failed one
+ * gets its own error, as it would alone. A write is thus applied once or not
+ * at all, never twice, and never reported done when it was rolled back.
+ *
  * Every connection opens with the parameters pgparams.c built once at
  * start-up: numeric host addresses (no DNS on the loop) and the session
  * settings the result parsing relies on, in the startup packet.
@@ -106,6 +118,8 @@ typedef struct pool_stats {
     uint64_t acquire_timeouts;
     uint64_t query_timeouts; /* statement_timeout, the pipeline deadline and the backstop,
                                 once per query; not a user's cancel */
+    uint64_t syncs;          /* sync points sent: one per query, or per batch (--pipeline) */
+    uint64_t resent;         /* queries sent again: their segment failed on another one */
     histogram_t acquire;     /* seconds from enqueue to connection handed over */
     histogram_t query[POOL_STATEMENTS_MAX]; /* seconds from send to result, per statement */
 } pool_stats_t;
@@ -136,6 +150,8 @@ typedef struct pool {
 
     pool_list_t connecting, idle, busy; /* pool_conn_t, by state */
     pool_list_t waiting;                /* pool_query_t, FIFO */
+    struct pool_conn *filling;          /* --pipeline: the connection whose segment this turn fills
+                                           (synced at the turn's end), or NULL */
     size_t in_flight; /* queries sent and not yet answered, over every connection (a gauge) */
 
     timers_t *timers; /* the loop's: every deadline of the pool, and its deferred frees */

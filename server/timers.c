@@ -112,6 +112,50 @@ void timers_run(timers_t *t, uint64_t now_ns)
     arm(t);
 }
 
+void timers_after_turn(timers_t *t, turn_entry_t *e)
+{
+    if (e->queued)
+        return;
+    e->queued = 1;
+    e->next = NULL;
+    if (t->turn_last != NULL)
+        t->turn_last->next = e;
+    else
+        t->turn_first = e;
+    t->turn_last = e;
+}
+
+void timers_cancel_turn(timers_t *t, turn_entry_t *e)
+{
+    if (!e->queued)
+        return;
+    /* A walk: the queue holds what one turn collected (a few connections). */
+    turn_entry_t *prev = NULL;
+    for (turn_entry_t *q = t->turn_first; q != e; q = q->next)
+        prev = q;
+    if (prev != NULL)
+        prev->next = e->next;
+    else
+        t->turn_first = e->next;
+    if (t->turn_last == e)
+        t->turn_last = prev;
+    e->queued = 0;
+    e->next = NULL;
+}
+
+void timers_end_turn(timers_t *t)
+{
+    turn_entry_t *e;
+    while ((e = t->turn_first) != NULL) {
+        t->turn_first = e->next;
+        if (t->turn_first == NULL)
+            t->turn_last = NULL;
+        e->queued = 0;
+        e->next = NULL;
+        e->cb(e); /* may queue entries, this one included: they run before this returns */
+    }
+}
+
 static void on_timerfd(h2o_socket_t *sock, const char *err)
 {
     timers_t *t = sock->data;
@@ -139,6 +183,7 @@ int timers_start(timers_t *t, h2o_loop_t *loop)
 
 void timers_stop(timers_t *t)
 {
+    timers_end_turn(t);            /* before the frees: it may read what they free */
     timers_run(t, stats_now_ns()); /* what was deferred, such as a connection's free */
     if (t->sock != NULL) {
         h2o_socket_read_stop(t->sock);

@@ -24,6 +24,14 @@
  * inside one pass, and timers_defer is how anything runs "as soon as the
  * current callbacks have returned": the loop's one way to close later.
  *
+ * The end of the turn is the service's other "later": a turn is one wake-up
+ * of the loop with every callback of the events it found, and work queued
+ * with timers_after_turn runs once they have all returned, before the loop
+ * waits again (loop.c calls timers_end_turn after each h2o_evloop_run). That
+ * is how work collected during a turn goes out together (a database
+ * connection's sync, after every query the turn gave it), at no cost to a
+ * turn that queued nothing: no timerfd, no wake-up of its own.
+ *
  * One service per loop, used by that loop's thread only.
  */
 #ifndef NOTESD_TIMERS_H
@@ -46,21 +54,36 @@ struct timer_entry {
     size_t index;    /* position in the heap plus one; 0 while not linked */
 };
 
+typedef struct turn_entry turn_entry_t;
+
+/* Called once at the end of the turn it was queued in; the entry is out of
+ * the queue first, so the callback may queue it again (for the same turn's end). */
+typedef void (*turn_cb)(turn_entry_t *entry);
+
+/* Ownership: the owner's memory, which must stay valid while it is queued. */
+struct turn_entry {
+    turn_cb cb;         /* set by the owner before queueing */
+    turn_entry_t *next; /* while queued: the one queued after it */
+    int queued;
+};
+
 typedef struct timers {
     h2o_socket_t *sock;   /* watches the timerfd; NULL before timers_start */
     timer_entry_t **heap; /* by due_ns, earliest first; grows, never shrinks */
     size_t len, cap;      /* entries linked, and room */
     uint64_t armed_ns;    /* the instant the timerfd is set for; 0: not armed */
     uint64_t pass_ns;     /* inside timers_run: the instant the pass fires up to; 0 outside */
+    turn_entry_t *turn_first, *turn_last; /* timers_after_turn's queue, oldest first */
 } timers_t;
 
 /* On the loop's own thread, once its event loop exists: opens the timerfd.
  * Returns 0, or -1 with errno set. */
 int timers_start(timers_t *t, h2o_loop_t *loop);
 
-/* Runs the entries due by now (frees deferred with timers_defer among them),
- * then closes the timerfd and frees the heap; entries still linked after that
- * are dropped (unlinked, never called). */
+/* Runs what is queued for the end of the turn and the entries due by now
+ * (frees deferred with timers_defer among them), then closes the timerfd and
+ * frees the heap; entries still linked after that are dropped (unlinked,
+ * never called). */
 void timers_stop(timers_t *t);
 
 /* Calls e->cb at `due_ns` (stats_now_ns's clock). A deadline already passed
@@ -90,6 +113,25 @@ static inline int timers_is_linked(const timer_entry_t *e)
 static inline size_t timers_pending(const timers_t *t)
 {
     return t->len;
+}
+
+/* Calls e->cb at the end of the loop's current turn, once every callback of
+ * its wake-up has returned and before the loop waits again; entries run in
+ * the order they were queued. Does nothing if `e` is queued already. */
+void timers_after_turn(timers_t *t, turn_entry_t *e);
+
+/* Takes `e` out of the queue, if queued: its callback will not run. */
+void timers_cancel_turn(timers_t *t, turn_entry_t *e);
+
+/* The end of a turn: runs every queued entry, and those their callbacks
+ * queue, until none is left. The loop calls it after each turn that queued
+ * something (run_loop in loop.c; a test that turns a loop itself calls it too). */
+void timers_end_turn(timers_t *t);
+
+/* 1 if something waits for the end of the turn. */
+static inline int timers_turn_pending(const timers_t *t)
+{
+    return t->turn_first != NULL;
 }
 
 /* One pass: runs every entry that is due at `now_ns` and was linked before

@@ -79,6 +79,37 @@ def reset(url, private):
     psql(url, "-c", "select pg_stat_statements_reset()", check=False)
 
 
+# The statements on the notes table (notesd's and pgbench's scripts), and the transactions
+# the database ended, committed or rolled back: one per sync point an extended-protocol
+# client sends (an implicit transaction), so calls / transactions is queries per sync.
+SYNC_COUNTS_SQL = (
+    "select coalesce((select sum(calls) from pg_stat_statements where dbid = d.oid and "
+    "query ~* '\\m(from|into|update)\\s+notes\\M'), 0), "
+    "(select xact_commit + xact_rollback from pg_stat_database where datid = d.oid) "
+    "from pg_database d where d.datname = current_database()")
+
+
+def sync_counts(url):
+    """{"calls", "transactions"} of the database at URL now (pg_stat_statements and
+    pg_stat_database), or None when it cannot say (no pg_stat_statements). A backend
+    reports its transactions at most once a second while busy, and within a second once
+    idle or when it exits; pg_stat_statements counts each statement as it ends."""
+    try:
+        out = psql(url, "-tA", "-F", " ", "-c", SYNC_COUNTS_SQL).stdout.split()
+        return {"calls": int(out[0]), "transactions": int(out[1])}
+    except (OSError, subprocess.CalledProcessError, ValueError, IndexError):
+        return None
+
+
+def queries_per_sync(before, after):
+    """Statements per transaction between two sync_counts(), or None."""
+    if not before or not after:
+        return None
+    tx = after["transactions"] - before["transactions"]
+    calls = after["calls"] - before["calls"]
+    return calls / tx if tx > 0 and calls > 0 else None
+
+
 def data_directory(url):
     """The data directory the server at URL reports (`show data_directory`: a superuser
     or pg_read_all_settings may ask), or None."""

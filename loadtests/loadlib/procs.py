@@ -17,8 +17,9 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # --------------------------------------------------------------------- one process
 
 def proc_stat(pid):
-    """{"state", "ppid", "cpu_s", "child_cpu_s", "threads", "rss_bytes"} of a process
-    (times in seconds, all threads, live and exited), or None when it is gone."""
+    """{"state", "ppid", "cpu_s", "sys_s", "child_cpu_s", "threads", "rss_bytes"} of a
+    process (times in seconds, all threads, live and exited; sys_s: the kernel's part of
+    cpu_s), or None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             raw = f.read().decode("ascii", "replace")
@@ -31,6 +32,7 @@ def proc_stat(pid):
         "state": fields[0],
         "ppid": int(fields[1]),
         "cpu_s": (int(fields[11]) + int(fields[12])) / CLK_TCK,
+        "sys_s": int(fields[12]) / CLK_TCK,
         "child_cpu_s": (int(fields[13]) + int(fields[14])) / CLK_TCK,
         "threads": int(fields[17]),
         "rss_bytes": int(fields[21]) * PAGE_SIZE,

@@ -6,8 +6,19 @@ timeout inside one, a terminated and a frozen backend with queries in flight,
 and SIGTERM with pipelined work still running. A row held by a transaction of
 the test's own keeps a pipeline full for as long as a test needs: the first
 query waits for the lock, and everything sent after it waits behind it on the
-same connection."""
+same connection.
+
+Batches: the queries a connection takes in one turn of the loop share one
+sync, so one implicit transaction. HTTP/2 puts several requests in one turn
+for sure (h2_batch: every stream in one write, which h2o reads and dispatches
+in one callback), and notes_db_syncs_total shows they went out as one batch.
+A statement failing in a batch, a batch cut off by a lost connection and a
+batch with a statement that runs into its deadline: every answer is the one
+its request would get alone (or a 504 or 503 that says the write did not
+happen), and no write is missing or applied twice."""
 import http.client
+import json
+import socket
 import os
 import random
 import re
@@ -15,6 +26,10 @@ import signal
 import threading
 import time
 import unittest
+
+import h2.config
+import h2.connection
+import h2.events
 
 from notes_testlib import (Notesd, create_database, db_connect, expected_note, main, poll,
                            request, slack)
@@ -66,11 +81,59 @@ def note_body(title):
     return {"title": title, "body": "pipelined body", "tag": "pipe"}
 
 
+def h2_batch(port, calls, timeout=30):
+    """[(method, path, body or None)] as streams of one HTTP/2 connection, every
+    frame in one write, so the server reads and dispatches them in one turn;
+    returns [(status, body bytes)] in the order given."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True,
+                                                             header_encoding="utf-8"))
+    c.initiate_connection()
+    streams = []
+    for method, path, body in calls:
+        sid = c.get_next_available_stream_id()
+        headers = [(":method", method), (":scheme", "http"), (":authority", "x"),
+                   (":path", path)]
+        if body is None:
+            c.send_headers(sid, headers, end_stream=True)
+        else:
+            data = json.dumps(body).encode()
+            c.send_headers(sid, headers + [("content-type", "application/json"),
+                                           ("content-length", str(len(data)))])
+            c.send_data(sid, data, end_stream=True)
+        streams.append(sid)
+    s.sendall(c.data_to_send())
+    statuses, bodies, ended = {}, {sid: b"" for sid in streams}, set()
+    while len(ended) < len(streams):
+        data = s.recv(65536)
+        if not data:
+            break
+        for event in c.receive_data(data):
+            if isinstance(event, h2.events.ResponseReceived):
+                statuses[event.stream_id] = int(dict(event.headers)[":status"])
+            elif isinstance(event, h2.events.DataReceived):
+                bodies[event.stream_id] += event.data
+                c.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, h2.events.StreamEnded):
+                ended.add(event.stream_id)
+        s.sendall(c.data_to_send())
+    s.close()
+    return [(statuses.get(sid), bodies[sid]) for sid in streams]
+
+
+def titled(db, title):
+    """How many rows carry `title`: 1 for a write applied once."""
+    with db.cursor() as cur:
+        cur.execute("select count(*) from notes where title = %s", (title,))
+        return cur.fetchone()[0]
+
+
 class PipelineCase(unittest.TestCase):
     """Each test has a database of its own, and one notesd with POOL_MAX=1, so
     every query shares one connection."""
 
     env = {}
+    args = ()
 
     def setUp(self):
         self.dbname = "pipeline_" + self._testMethodName[5:][:40]
@@ -78,7 +141,7 @@ class PipelineCase(unittest.TestCase):
         self.db = db_connect(self.dbname)
         env = {"POOL_MAX": "1", "PIPELINE_DEPTH": "16"}
         env.update(self.env)
-        self.server = Notesd(self.db_url, env=env)
+        self.server = Notesd(self.db_url, args=self.args, env=env)
         self.port = self.server.port
         self.locker = None
 
@@ -351,6 +414,163 @@ class PipelineShutdownTest(PipelineCase):
         self.assertEqual(self.server.proc.wait(30), 0)
         connected = re.findall(r"pg#\d+ connecting: connected", self.server.read_output())
         self.assertLessEqual(len(connected), 1)
+
+
+class BatchCase(PipelineCase):
+    """Batches on the one connection, each sent as HTTP/2 streams in one write."""
+
+    args = ("--h2c",)
+
+    def batch(self, calls):
+        """Runs `calls` as one batch on the open, idle connection; returns the
+        answers and how many syncs and resent queries it took."""
+        m0 = self.metrics()
+        answers = h2_batch(self.server.direct_port, calls)
+        m1 = self.metrics()
+        syncs, resent = (value(m1, k) - value(m0, k)
+                         for k in ("notes_db_syncs_total", "notes_db_queries_resent_total"))
+        figure(f"a batch of {len(calls)}: {[a[0] for a in answers]}; {syncs:.0f} sync(s), "
+               f"{resent:.0f} resent")
+        return answers, syncs, resent
+
+    def open_connection(self):
+        self.assertEqual(request(self.port, "GET", "/notes/1")[0], 200)
+        m = self.metrics()
+        self.assertEqual(value(m, "notes_db_syncs_total"), 1)
+        self.assertEqual(value(m, "notes_db_pool_idle_connections"), 1)
+
+
+class BatchTest(BatchCase):
+    def test_requests_of_one_turn_share_one_sync(self):
+        self.open_connection()
+        calls = [("GET", f"/notes/{n}", None) for n in range(300, 306)]
+        calls += [("POST", "/notes", note_body(f"together-{i}")) for i in range(3)]
+        calls += [("PUT", "/notes/307", note_body("together-put"))]
+        answers, syncs, resent = self.batch(calls)
+        self.assertEqual((syncs, resent), (1, 0))
+        for n, (status, body) in zip(range(300, 306), answers):
+            self.assertEqual((status, body), (200, expected_note(self.db, n)))
+        for i, (status, body) in enumerate(answers[6:9]):
+            self.assertEqual(status, 201)
+            note_id = json.loads(body)["id"]
+            self.assertEqual(body, expected_note(self.db, int(note_id)))
+            self.assertEqual(titled(self.db, f"together-{i}"), 1)
+        self.assertEqual(answers[9], (200, expected_note(self.db, 307)))
+        self.assertIn(b'"title":"together-put"', answers[9][1])
+
+    def test_a_statement_failing_mid_batch_fails_only_its_own_request(self):
+        """The failure rolls back the writes before it in the batch and skips
+        the ones after it; each of them is sent again alone and answered by
+        what it does then. Each write lands once; the failed ones not at all."""
+        with self.db.cursor() as cur:
+            cur.execute("alter table notes add constraint no_boom check (title <> 'boom')")
+        self.open_connection()
+        calls = [("GET", "/notes/501", None), ("POST", "/notes", note_body("mid-a")),
+                 ("PUT", "/notes/502", note_body("boom")), ("POST", "/notes", note_body("mid-b")),
+                 ("PUT", "/notes/504", note_body("fine")), ("GET", "/notes/505", None),
+                 ("POST", "/notes", note_body("boom"))]
+        answers, syncs, resent = self.batch(calls)
+        self.assertEqual([a[0] for a in answers], [200, 201, 500, 201, 200, 200, 500])
+        self.assertEqual(answers[0][1], expected_note(self.db, 501))
+        self.assertEqual(answers[2][1], b'{"error":"database error"}')
+        self.assertEqual(answers[4][1], expected_note(self.db, 504))
+        self.assertIn(b'"title":"fine"', answers[4][1])
+        self.assertEqual(answers[5][1], expected_note(self.db, 505))
+        self.assertEqual(answers[6][1], b'{"error":"database error"}')
+        for title, answer in (("mid-a", answers[1]), ("mid-b", answers[3])):
+            self.assertEqual(titled(self.db, title), 1, title)
+            self.assertEqual(answer[1], expected_note(self.db, int(json.loads(answer[1])["id"])))
+        self.assertEqual(titled(self.db, "boom"), 0)
+        # the five the failure rolled back or skipped went again, one sync each,
+        # the failed PUT did not: it got its own error, as it would alone
+        self.assertEqual((syncs, resent), (1 + 6, 6))
+        m = self.metrics()
+        self.assertEqual(value(m, "notes_db_connection_errors_total"), 0)
+        self.assertEqual(value(m, "notes_db_connections_opened_total"), 1)
+        self.assertEqual(value(m, "notes_db_pool_queries_in_flight"), 0)
+
+    def test_a_connection_lost_mid_batch_answers_each_once_and_writes_nothing(self):
+        """The batch waits behind a locked row when its backend is terminated:
+        the transaction it was is rolled back, so none of its writes happened,
+        and every request is told so with a 503 (never a 2xx)."""
+        self.open_connection()
+        self.locker = lock_row(self.dbname, 95)
+        calls = [("GET", "/notes/801", None), ("POST", "/notes", note_body("lost-a")),
+                 ("PUT", "/notes/95", note_body("lost-put")),
+                 ("POST", "/notes", note_body("lost-b")), ("GET", "/notes/802", None)]
+        pid = list(notesd_backends(self.db, self.dbname))[0]
+        batch = threading.Thread(target=lambda: answers.extend(
+            h2_batch(self.server.direct_port, calls)), daemon=True)
+        answers = []
+        batch.start()
+        poll(lambda: self.in_flight() == len(calls), what="the batch in flight")
+        poll(lambda: notesd_backends(self.db, self.dbname).get(pid) == "Lock",
+             what="the batch waiting for the row lock")
+        with self.db.cursor() as cur:
+            cur.execute("select pg_terminate_backend(%s)", (pid,))
+        batch.join(30)
+        self.release()
+        figure(f"pg_terminate_backend with a batch of 5 waiting: {[a[0] for a in answers]}")
+        self.assertEqual([a[0] for a in answers], [503] * 5)
+        for title in ("lost-a", "lost-b", "lost-put"):
+            self.assertEqual(titled(self.db, title), 0, title)
+        m = self.metrics()
+        self.assertEqual(value(m, "notes_db_connection_errors_total"), 1)
+        self.assertEqual(value(m, "notes_db_pool_queries_in_flight"), 0)
+        self.assertEqual(value(m, "notes_db_queries_resent_total"), 0)
+        # a new connection serves the next batch, the same writes, each once
+        answers, syncs, _ = self.batch(calls)
+        self.assertEqual([a[0] for a in answers], [200, 201, 200, 201, 200])
+        for title in ("lost-a", "lost-b", "lost-put"):
+            self.assertEqual(titled(self.db, title), 1, title)
+        self.assertEqual(value(self.metrics(), "notes_db_connections_opened_total"), 2)
+
+
+class BatchDeadlineTest(BatchCase):
+    env = {"QUERY_TIMEOUT_MS": "1500"}
+
+    def test_a_deadline_in_a_batch_answers_every_request_once(self):
+        """A batch shares its statement's wait: the PUT behind a locked row runs
+        into statement_timeout, and the requests batched with it reach their
+        deadline (counted from the same send) at the same moment. Whichever
+        comes first, each request gets one answer: its own 2xx, or 504; a 504
+        never hides a write that happened twice, and a 2xx never one that
+        did not happen."""
+        self.open_connection()
+        self.locker = lock_row(self.dbname, 91)
+        calls = [("GET", "/notes/611", None), ("POST", "/notes", note_body("deadline-a")),
+                 ("PUT", "/notes/91", note_body("deadline-put")),
+                 ("POST", "/notes", note_body("deadline-b")), ("GET", "/notes/612", None)]
+        start = time.monotonic()
+        answers, _, resent = self.batch(calls)
+        took = time.monotonic() - start
+        self.release()
+        statuses = [a[0] for a in answers]
+        figure(f"QUERY_TIMEOUT_MS 1500, a batch of 5 behind a row lock: {statuses} after "
+               f"{took:.2f} s")
+        self.assertEqual(statuses[2], 504)
+        self.assertGreater(took, 1.4)
+        for (method, path, _), (status, body) in zip(calls, answers):
+            if status == 504:
+                continue
+            if method == "GET":
+                n = int(path.rsplit("/", 1)[1])
+                self.assertEqual((status, body), (200, expected_note(self.db, n)))
+            else:
+                self.assertEqual(status, 201)
+        for title, (status, _) in (("deadline-a", answers[1]), ("deadline-b", answers[3])):
+            count = titled(self.db, title)
+            self.assertLessEqual(count, 1, title)  # a 504 may have run; never twice
+            if status == 201:
+                self.assertEqual(count, 1, title)
+        poll(lambda: self.in_flight() == 0, timeout=10, what="the batch to end")
+        self.assertEqual(titled(self.db, "deadline-put"), 0)  # cancelled, never sent again
+        m = self.metrics()
+        self.assertEqual(value(m, "notes_db_query_timeouts_total"), statuses.count(504))
+        self.assertEqual(value(m, "notes_db_connection_errors_total"), 0)
+        self.assertEqual(value(m, "notes_db_connections_opened_total"), 1)
+        status, _, body = request(self.port, "GET", "/notes/91")
+        self.assertEqual((status, body), (200, expected_note(self.db, 91)))
 
 
 class PreparedPipelineTest(unittest.TestCase):

@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
 """Predictable at and past the limit, and never lying about writes: database
 outages, overload, shutdown, slow clients and a corpus of bad requests. Each
-test prints the figures it measured."""
+test prints the figures it measured.
+
+The suite runs twice: as it is (integration_reliability), and with
+NOTESD_TEST_PIPELINE_DEPTH=16 (integration_reliability_pipeline), where every
+notesd it starts has PIPELINE_DEPTH=16: queries go out in batches, one sync
+per connection per loop turn, and each promise here must hold all the same.
+A connection then carries that many queries before any has to wait, which
+the tests about the wait queue count in."""
 import base64
 import json
 import os
@@ -14,6 +21,18 @@ import unittest
 from notes_testlib import (REPO, SANITIZED, Notesd, ServerTestCase, PrivatePostgres, create_database, db_connect, main,
                            poll, proc_stat, request, slack)
 from test_metrics import parse, value
+
+DEPTH = int(os.environ.get("NOTESD_TEST_PIPELINE_DEPTH", "0"))
+PER_CONN = max(DEPTH, 1)  # queries one connection carries before the next waits
+SUFFIX = f"_pipeline{DEPTH}" if DEPTH else ""  # the two runs may overlap: own databases
+
+
+def variant(env=None):
+    """A notesd's environment in this run of the suite."""
+    env = dict(env or {})
+    if DEPTH:
+        env["PIPELINE_DEPTH"] = str(DEPTH)
+    return env
 
 
 def figure(text):
@@ -54,8 +73,8 @@ def titles_in_table(db, prefix):
 class OutageTest(unittest.TestCase):
     def test_database_outage_under_load(self):
         pg = PrivatePostgres()
-        server = Notesd(pg.url, env={"POOL_MAX": "4", "POOL_ACQUIRE_TIMEOUT_MS": "2000",
-                                     "LOG_LEVEL": "warn"})
+        server = Notesd(pg.url, env=variant({"POOL_MAX": "4", "POOL_ACQUIRE_TIMEOUT_MS": "2000",
+                                             "LOG_LEVEL": "warn"}))
         try:
             allowance = slack(server.port)
             writers = [Writer(server.port, f"w{i}", pause=0.002) for i in range(4)]
@@ -129,7 +148,7 @@ class OutageTest(unittest.TestCase):
 
     def test_idle_server_does_not_spin_while_the_database_is_down(self):
         pg = PrivatePostgres(rows=10)
-        server = Notesd(pg.url)
+        server = Notesd(pg.url, env=variant())
         try:
             self.assertEqual(request(server.port, "GET", "/notes/1")[0], 200)
             pg.stop("fast")
@@ -148,16 +167,17 @@ class OutageTest(unittest.TestCase):
 class OverloadTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.db_url = create_database("overload")
+        cls.db_url = create_database("overload" + SUFFIX)
 
     def test_excess_is_rejected_at_once_and_the_rest_succeed(self):
-        server = Notesd(self.db_url, env={"POOL_MAX": "1", "POOL_QUEUE_MAX": "2",
-                                          "POOL_ACQUIRE_TIMEOUT_MS": "5000"})
+        server = Notesd(self.db_url, env=variant({"POOL_MAX": "1", "POOL_QUEUE_MAX": "2",
+                                                  "POOL_ACQUIRE_TIMEOUT_MS": "5000"}))
         # Open the one connection first: while it is still opening, only the
-        # queue's 2 places exist, and 8 would be turned away.
+        # queue's 2 places exist, and the rest would be turned away. Once it is
+        # open it carries PER_CONN PUTs, 2 wait, and 7 more are refused.
         self.assertEqual(request(server.port, "GET", "/notes/1")[0], 200)
         allowance = slack(server.port)
-        locker = db_connect("overload")
+        locker = db_connect("overload" + SUFFIX)
         locker.autocommit = False
         cur = locker.cursor()
         cur.execute("select id from notes where id = 11 for update")
@@ -169,7 +189,7 @@ class OverloadTest(unittest.TestCase):
                           body={"title": f"o{i}", "body": "b", "tag": "o"})
             results.append((res[0], time.monotonic() - start, res[1].get("retry-after")))
 
-        threads = [threading.Thread(target=put, args=(i,)) for i in range(10)]
+        threads = [threading.Thread(target=put, args=(i,)) for i in range(PER_CONN + 2 + 7)]
         try:
             for t in threads:
                 t.start()
@@ -184,15 +204,15 @@ class OverloadTest(unittest.TestCase):
             locker.close()
         for t in threads:
             t.join(30)
-        self.assertEqual(sorted(r[0] for r in results), [200] * 3 + [503] * 7)
+        self.assertEqual(sorted(r[0] for r in results), [200] * (PER_CONN + 2) + [503] * 7)
         m = parse(server.metrics())
         self.assertEqual(value(m, "notes_db_pool_rejected_total"), 7)
         self.assertEqual(server.stop(), 0)
 
     def test_waiting_longer_than_the_acquire_timeout_is_503(self):
-        server = Notesd(self.db_url, env={"POOL_MAX": "1", "POOL_ACQUIRE_TIMEOUT_MS": "300",
-                                          "QUERY_TIMEOUT_MS": "1500"})
-        locker = db_connect("overload")
+        server = Notesd(self.db_url, env=variant({"POOL_MAX": "1", "POOL_ACQUIRE_TIMEOUT_MS": "300",
+                                                  "QUERY_TIMEOUT_MS": "1500"}))
+        locker = db_connect("overload" + SUFFIX)
         locker.autocommit = False
         locker.cursor().execute("select id from notes where id = 12 for update")
         results = []
@@ -203,7 +223,7 @@ class OverloadTest(unittest.TestCase):
                           body={"title": f"a{i}", "body": "b", "tag": "a"})
             results.append((res[0], time.monotonic() - start))
 
-        threads = [threading.Thread(target=put, args=(i,)) for i in range(4)]
+        threads = [threading.Thread(target=put, args=(i,)) for i in range(PER_CONN + 3)]
         for t in threads:
             t.start()
         for t in threads:
@@ -213,9 +233,10 @@ class OverloadTest(unittest.TestCase):
         statuses = sorted(r[0] for r in results)
         figure(f"acquire timeout 300 ms, query timeout 1500 ms: "
                + ", ".join(f"{s} after {d:.2f} s" for s, d in sorted(results)))
-        # One query ran into the lock and hit its deadline (the server's
-        # statement_timeout); three waited too long for the one connection.
-        self.assertEqual(statuses, [503, 503, 503, 504])
+        # One query (or the pipeline's PER_CONN) ran into the lock and hit its
+        # deadline (the server's statement_timeout, or the pipeline's from
+        # sending); three waited too long for the one connection.
+        self.assertEqual(statuses, [503] * 3 + [504] * PER_CONN)
         for status, took in results:
             if status == 503:
                 self.assertLess(took, 1.0 + slack(server.port))
@@ -224,7 +245,7 @@ class OverloadTest(unittest.TestCase):
                 self.assertLess(took, 3.0 + slack(server.port))
         m = parse(server.metrics())
         self.assertEqual(value(m, "notes_db_pool_acquire_timeouts_total"), 3)
-        self.assertEqual(value(m, "notes_db_query_timeouts_total"), 1)
+        self.assertEqual(value(m, "notes_db_query_timeouts_total"), PER_CONN)
         # The connection that timed out was replaced, not left half-read.
         self.assertEqual(request(server.port, "GET", "/notes/12")[0], 200)
         self.assertEqual(server.stop(), 0)
@@ -233,11 +254,11 @@ class OverloadTest(unittest.TestCase):
 class ShutdownTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.db_url = create_database("shutdown")
-        cls.db = db_connect("shutdown")
+        cls.db_url = create_database("shutdown" + SUFFIX)
+        cls.db = db_connect("shutdown" + SUFFIX)
 
     def test_sigterm_during_writes_loses_no_acknowledged_write(self):
-        server = Notesd(self.db_url)
+        server = Notesd(self.db_url, env=variant())
         writers = [Writer(server.port, f"s{i}") for i in range(4)]
         for w in writers:
             w.start()
@@ -257,8 +278,8 @@ class ShutdownTest(unittest.TestCase):
             self.assertTrue(all(s in (201, -1, 503) for _, s, _ in w.results))
 
     def test_sigterm_lets_queued_database_work_finish(self):
-        server = Notesd(self.db_url, env={"POOL_MAX": "1"})
-        locker = db_connect("shutdown")
+        server = Notesd(self.db_url, env=variant({"POOL_MAX": "1"}))
+        locker = db_connect("shutdown" + SUFFIX)
         locker.autocommit = False
         locker.cursor().execute("select id from notes where id = 21 for update")
         results = []
@@ -267,10 +288,12 @@ class ShutdownTest(unittest.TestCase):
             for i in range(3)]
         for t in threads:
             t.start()
-        # All three inside: one running into the lock, two queued behind it.
+        # All three inside: one running into the lock, two queued behind it,
+        # waiting for the connection or, pipelined, sent on it behind the first.
         # (Two queued alone can also mean the third has not connected yet.)
-        poll(lambda: (lambda m: value(m, "notes_db_pool_waiting_requests") == 2 and
-                      value(m, "http_requests_in_flight") == 3)(parse(server.metrics())),
+        poll(lambda: (lambda m: value(m, "notes_db_pool_waiting_requests") == 3 - min(3, PER_CONN)
+                      and value(m, "notes_db_pool_queries_in_flight") == min(3, PER_CONN)
+                      and value(m, "http_requests_in_flight") == 3)(parse(server.metrics())),
              what="3 in flight, 2 queued")
         server.proc.send_signal(signal.SIGTERM)
         poll(lambda: socket_refused(server.port), what="the listener to close")
@@ -283,8 +306,8 @@ class ShutdownTest(unittest.TestCase):
         self.assertEqual(sorted(results), [200, 200, 200])
 
     def test_second_signal_exits_at_once(self):
-        server = Notesd(self.db_url, env={"POOL_MAX": "1", "SHUTDOWN_TIMEOUT_MS": "30000"})
-        locker = db_connect("shutdown")
+        server = Notesd(self.db_url, env=variant({"POOL_MAX": "1", "SHUTDOWN_TIMEOUT_MS": "30000"}))
+        locker = db_connect("shutdown" + SUFFIX)
         locker.autocommit = False
         locker.cursor().execute("select id from notes where id = 22 for update")
         t = threading.Thread(target=lambda: request_quietly(server.port, "PUT", "/notes/22"))
@@ -320,8 +343,9 @@ def socket_refused(port):
 
 
 class HostileClientTest(ServerTestCase):
-    database = "hostile"
-    env = {"CLIENT_TIMEOUT_MS": "500", "STATIC_DIR": os.path.join(REPO, "loadtests", "static")}
+    database = "hostile" + SUFFIX
+    env = variant({"CLIENT_TIMEOUT_MS": "500",
+                   "STATIC_DIR": os.path.join(REPO, "loadtests", "static")})
 
     def test_slow_and_idle_clients_are_timed_out(self):
         for data in (b"", b"GET /notes/1 HTTP/1.1\r\nHost: x\r\n",

@@ -3,6 +3,7 @@
 
     tests/tools/callgrind_per_request.py [--bin BUILD/notesd ...] [--path /json ...]
                                          [--requests 2000] [--rounds 3] [--json FILE]
+                                         [--env PREPARED=1 ...] [--clients 1]
 
 Runs notesd under `valgrind --tool=callgrind` twice per round, on a free port
 this picks (any revision can be measured: older ones cannot take PORT=0): once
@@ -18,6 +19,11 @@ binaries are measured round by round, alternating, and the median of the
 rounds printed per binary and path (and with --json written to FILE: {"requests",
 "rounds", "per_request": {binary: {path: [one figure per round]}}}; loadtests/bench
 --compare reads it).
+
+--env sets notesd's settings (PREPARED=1, PIPELINE_DEPTH=16: the query variants).
+--clients N sends the requests on N keep-alive connections at once instead of one
+(each its share, one after the other), so that a pipelined notesd has several
+queries to put in one batch; the pool still holds one connection.
 
 How exact: callgrind counts every instruction, but a few dozen of a request's
 depend on time: the latency histograms' bucket search (how long the request
@@ -39,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,26 +84,51 @@ def connect_when_listening(proc, port, log_path, limit_s=120):
         time.sleep(0.02)
 
 
-def total_instructions(binary, db_url, path, n, out):
-    """Callgrind's total Ir for a server's life in which `path` is asked WARM + n times."""
+def ask(conn, path, n, errors):
+    """n requests of `path`, one after the other on conn; a failure goes to `errors`."""
+    try:
+        for _ in range(n):
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            resp.read()
+            if resp.status != 200:
+                errors.append(f"{path}: status {resp.status}")
+                return
+    except OSError as e:
+        errors.append(f"{path}: {e}")
+    finally:
+        conn.close()
+
+
+def total_instructions(binary, db_url, path, n, out, settings=None, clients=1):
+    """Callgrind's total Ir for a server's life in which `path` is asked WARM + n times,
+    on `clients` connections at once."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "POOL_", "LAG_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PG", "POOL_", "LAG_", "PREPARED", "PIPELINE_"))}
     env.update({"DB_URL": db_url, "PORT": str(port), "HOST": "127.0.0.1", "METRICS_PORT": "0",
                 "POOL_MAX": "1", "LAG_INTERVAL_MS": "60000", "LOG_LEVEL": "warn"})
+    env.update(settings or {})
     log_path = out + ".log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                                  binary], env=env, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT)
     try:
-        conn = connect_when_listening(proc, port, log_path)
-        for _ in range(WARM + n):
-            conn.request("GET", path)
-            resp = conn.getresponse()
-            resp.read()
-            if resp.status != 200:
-                raise SystemExit(f"{path}: status {resp.status}")
-        conn.close()
+        conns = [connect_when_listening(proc, port, log_path)]
+        conns += [http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                  for _ in range(clients - 1)]
+        errors = []
+        total = WARM + n
+        shares = [total // clients + (i < total % clients) for i in range(clients)]
+        threads = [threading.Thread(target=ask, args=(c, path, k, errors))
+                   for c, k in zip(conns, shares)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise SystemExit(errors[0])
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
     finally:
@@ -117,7 +149,12 @@ def main():
     ap.add_argument("--requests", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting of notesd's (repeatable): PREPARED=1, PIPELINE_DEPTH=16")
+    ap.add_argument("--clients", type=int, default=1,
+                    help="keep-alive connections asking at once [1]")
     args = ap.parse_args()
+    settings = dict(e.split("=", 1) for e in args.env)
     # SIGTERM (loadtests/bench stopping us) unwinds like Ctrl-C: the finally blocks stop
     # the server under valgrind and the PostgreSQL this started
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -138,8 +175,9 @@ def main():
         for r in range(args.rounds):
             for p in paths:
                 for b in binaries:
-                    few = total_instructions(b, db_url, p, 0, out)
-                    many = total_instructions(b, db_url, p, args.requests, out)
+                    few = total_instructions(b, db_url, p, 0, out, settings, args.clients)
+                    many = total_instructions(b, db_url, p, args.requests, out, settings,
+                                              args.clients)
                     per = (many - few) / args.requests
                     results[(b, p)].append(per)
                     print(f"round {r + 1}: {b} {p}: {per:,.0f} instructions per request",

@@ -76,6 +76,14 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* One turn of the loop, as run_loop in loop.c turns it: its events, then what
+ * it queued for its end (a connection's sync). */
+static void turn(h2o_loop_t *loop, int32_t max_wait_ms)
+{
+    h2o_evloop_run(loop, max_wait_ms);
+    timers_end_turn(&timers);
+}
+
 /* Runs the loop in 10 ms steps until cond(arg) holds; returns 0 if the deadline passed first. */
 static int run_until(h2o_loop_t *loop, int (*cond)(void *), void *arg)
 {
@@ -83,7 +91,7 @@ static int run_until(h2o_loop_t *loop, int (*cond)(void *), void *arg)
     while (!cond(arg)) {
         if (now_ms() > deadline)
             return 0;
-        h2o_evloop_run(loop, 10);
+        turn(loop, 10);
     }
     return 1;
 }
@@ -177,7 +185,7 @@ static void pool_drain(pool_t *pool, h2o_loop_t *loop)
     pool_shutdown(pool);
     CHECK(run_until(loop, pool_emptied, pool));
     CHECK_LISTS(pool, 0, 0, 0, 0);
-    h2o_evloop_run(loop, 0); /* sockets closed above are freed on the next turn */
+    turn(loop, 0); /* sockets closed above are freed on the next turn */
     if (pool_is_empty(pool) && pool->waiting.len == 0)
         pool_dispose(pool);
 }
@@ -214,11 +222,14 @@ static int silent_listener(int *port)
     return fd;
 }
 
-/* A PostgreSQL that lets one client connect, reads `close_after` queries (their
- * Sync messages) without answering them, then closes the connection. It runs on
- * a thread of its own with blocking sockets; the pool under test never waits for it. */
+/* A PostgreSQL that lets one client connect, reads `close_after` queries
+ * (their Execute messages) and the Sync after the last of them without
+ * answering any, then closes the connection. It counts the Syncs it read: one
+ * per batch. It runs on a thread of its own with blocking sockets; the pool
+ * under test never waits for it. */
 typedef struct fake_server {
     int listen_fd, port, close_after;
+    int executes, syncs; /* read, as counted when it closed (after fake_server_stop) */
     pthread_t thread;
 } fake_server_t;
 
@@ -247,9 +258,10 @@ static void *fake_server_main(void *arg)
         read_exactly(fd, skip, ntohl(len) - 4) == 0) {
         /* AuthenticationOk, then ReadyForQuery (idle). */
         static const unsigned char ready[] = {'R', 0, 0, 0, 8, 0, 0, 0, 0, 'Z', 0, 0, 0, 5, 'I'};
-        int syncs = 0;
+        int last_synced = 0;
         if (write(fd, ready, sizeof(ready)) == (ssize_t)sizeof(ready))
-            while (syncs < f->close_after && read_exactly(fd, head, 5) == 0) {
+            while (!(f->executes >= f->close_after && last_synced) &&
+                   read_exactly(fd, head, 5) == 0) {
                 memcpy(&len, head + 1, 4);
                 size_t left = ntohl(len) - 4;
                 while (left > 0) {
@@ -258,7 +270,9 @@ static void *fake_server_main(void *arg)
                         break;
                     left -= n;
                 }
-                syncs += head[0] == 'S';
+                f->executes += head[0] == 'E';
+                f->syncs += head[0] == 'S';
+                last_synced = head[0] == 'S';
             }
     }
     close(fd);
@@ -269,6 +283,7 @@ static void fake_server_start(fake_server_t *f, int close_after)
 {
     f->listen_fd = silent_listener(&f->port);
     f->close_after = close_after;
+    f->executes = f->syncs = 0;
     if (pthread_create(&f->thread, NULL, fake_server_main, f) != 0) {
         perror("pthread_create");
         exit(1);
@@ -517,7 +532,7 @@ static void silent_database_times_out_waiting_queries(void)
         CHECK_INT_EQ(pool_query(&pool, &t[i].q), POOL_ADMITTED);
     }
     CHECK_LISTS(&pool, 2, 0, 0, 3);
-    h2o_evloop_run(loop, 10); /* the TCP connects complete; the startup packets go unanswered */
+    turn(loop, 10); /* the TCP connects complete; the startup packets go unanswered */
     CHECK_INT_EQ(callbacks, 0);
     CHECK_LISTS(&pool, 2, 0, 0, 3);
     query_init(&t[3], 0);
@@ -673,7 +688,7 @@ static void shutdown_refuses_new_queries_at_once(void)
     CHECK_LISTS(&pool, 0, 0, 0, 0);
     CHECK_INT_EQ(pool.stats.rejected, 1);
     CHECK(pool_is_empty(&pool));
-    h2o_evloop_run(loop, 10);
+    turn(loop, 10);
     CHECK_INT_EQ(pool.stats.connection_errors, 0);
     CHECK_INT_EQ(callbacks, 1);
     pool_finish(&pool, loop);
@@ -694,7 +709,7 @@ static void shutdown_empties_the_pool_within_the_connect_timeout(void)
     CHECK_INT_EQ(pool_open(&pool, loop, url), 0);
     query_init(&t, 0);
     CHECK_INT_EQ(pool_query(&pool, &t.q), POOL_ADMITTED);
-    h2o_evloop_run(loop, 10);
+    turn(loop, 10);
     pool_query_cancel(&pool, &t.q);
     CHECK_LISTS(&pool, 1, 0, 0, 0);
 
@@ -799,7 +814,7 @@ static void discarded_connection_answers_each_query_once(void)
     CHECK_LISTS(&pool, 0, 0, 1, 0);
     /* The server closes after reading the third: the connection is discarded. */
     CHECK(wait_for_callbacks(loop, 2));
-    h2o_evloop_run(loop, 10);
+    turn(loop, 10);
     CHECK_INT_EQ(discard_t[0].calls, 1);
     CHECK_INT_EQ(discard_t[0].err, POOL_ERR_UNAVAILABLE);
     CHECK_INT_EQ(discard_t[1].calls, 0); /* cancelled by the first callback */
@@ -812,6 +827,78 @@ static void discarded_connection_answers_each_query_once(void)
     CHECK_INT_EQ(pool.stats.connection_errors, 1);
     pool_finish(&pool, loop);
     fake_server_stop(&fake);
+    CHECK_INT_EQ(fake.executes, 3);
+    CHECK_INT_EQ(fake.syncs, 1); /* taken in one turn (on_pg_ready's): one batch */
+}
+
+/* Batches: queries a connection takes during one turn of the loop go out under
+ * one sync, at the end of the turn; while a batch is out, the next one stays
+ * open, for the queries of later turns too, until the connection is full (or
+ * that batch is answered). With --pipeline 1, a sync per query. */
+static int fake_executes;
+
+static int sent_in_all(void *arg)
+{
+    return ((pool_t *)arg)->stats.syncs > 0 && ((pool_t *)arg)->in_flight == (size_t)fake_executes;
+}
+
+/* Queries admitted while the connection opens, `later` more in later turns
+ * (one turn each) while the first batch is out; the fake server closes after
+ * `closes_after` queries. Checks the syncs sent and that every query is
+ * answered once (503: the server closed). */
+static void batches_of(int depth, int first, int later, int want_syncs, int closes_after)
+{
+    h2o_loop_t *loop = loop_create();
+    pool_t pool;
+    fake_server_t fake;
+    char url[128];
+    test_query_t t[16];
+
+    fake_server_start(&fake, closes_after);
+    snprintf(url, sizeof(url), "postgresql://nobody@127.0.0.1:%d/none", fake.port);
+    reset_settings();
+    settings.max = 1;
+    settings.depth = depth;
+    CHECK_INT_EQ(pool_open(&pool, loop, url), 0);
+    for (int k = 0; k < first; k++) {
+        query_init(&t[k], 1);
+        CHECK_INT_EQ(pool_query(&pool, &t[k].q), POOL_ADMITTED);
+    }
+    fake_executes = first; /* taken by the connection when it is ready: one turn */
+    CHECK(run_until(loop, sent_in_all, &pool));
+    CHECK_INT_EQ(pool.stats.syncs, 1);
+    for (int k = first; k < first + later; k++) {
+        query_init(&t[k], 1);
+        CHECK_INT_EQ(pool_query(&pool, &t[k].q), POOL_ADMITTED);
+        CHECK_LISTS(&pool, 0, 0, 1, 0);
+        timers_end_turn(&timers); /* the end of the turn that took it */
+    }
+    CHECK_INT_EQ(pool.stats.syncs, want_syncs);
+    CHECK(wait_for_callbacks(loop, first + later)); /* the server closes: 503 each, once */
+    for (int k = 0; k < first + later; k++) {
+        CHECK_INT_EQ(t[k].calls, 1);
+        CHECK_INT_EQ(t[k].err, POOL_ERR_UNAVAILABLE);
+    }
+    pool_finish(&pool, loop);
+    fake_server_stop(&fake);
+    CHECK_INT_EQ(fake.syncs, want_syncs);
+}
+
+static void queries_taken_in_one_turn_share_one_sync(void)
+{
+    batches_of(/* depth= */ 8, /* first= */ 5, /* later= */ 0, /* want_syncs= */ 1,
+               /* closes_after= */ 5);
+    batches_of(1, 1, 0, 1, 1); /* --pipeline 1: its own sync, at once */
+}
+
+/* One batch out: the queries of the next turns wait in the next batch until
+ * the connection is full, which sends it; the server never sees them before. */
+static void the_next_batch_waits_for_room_or_for_the_one_before_it(void)
+{
+    batches_of(/* depth= */ 4, /* first= */ 1, /* later= */ 3, /* want_syncs= */ 2,
+               /* closes_after= */ 4);
+    /* Room left: it stays open, and goes nowhere before the server closes. */
+    batches_of(8, 1, 2, 1, 1);
 }
 
 /* libpq reads its own variables; the tests must not depend on the caller's. */
@@ -838,6 +925,8 @@ int main(void)
     CHECK_RUN(silent_database_times_out_waiting_queries);
     CHECK_RUN(silent_database_connect_timeout_fails_waiting_queries);
     CHECK_RUN(pipeline_opens_a_connection_per_depth_waiters);
+    CHECK_RUN(queries_taken_in_one_turn_share_one_sync);
+    CHECK_RUN(the_next_batch_waits_for_room_or_for_the_one_before_it);
     CHECK_RUN(shutdown_lets_waiting_queries_finish);
     CHECK_RUN(shutdown_empties_the_pool_within_the_connect_timeout);
     CHECK_RUN(two_pools_on_one_loop_keep_their_own_settings);

@@ -1,6 +1,7 @@
 /*
  * test_timers.c - unit tests of server/timers.c: the heap's order, unlinking
- * from anywhere, growth, and the timerfd on a real h2o event loop.
+ * from anywhere, growth, the timerfd on a real h2o event loop, and the queue
+ * for the end of the turn.
  *
  * The heap is driven two ways: with timers_run and made-up instants, which
  * checks the order exactly and waits for nothing, and through the real
@@ -367,6 +368,70 @@ static void a_past_deadline_fires_at_once(void)
     h2o_evloop_destroy(loop);
 }
 
+/* ---- the end of the turn ------------------------------------------------------------------ */
+
+typedef struct turn_probe {
+    turn_entry_t entry;
+    int id;
+    int fired;
+} turn_probe_t;
+
+static timers_t *turn_timers;
+static turn_probe_t *requeued; /* queued again by the first probe's callback, once */
+
+static void on_turn(turn_entry_t *e)
+{
+    turn_probe_t *p = H2O_STRUCT_FROM_MEMBER(turn_probe_t, entry, e);
+    p->fired++;
+    order[norder++] = p->id;
+    if (requeued != NULL && p->id == 0) {
+        timers_after_turn(turn_timers, &requeued->entry);
+        requeued = NULL;
+    }
+}
+
+/* Entries run in the order queued, once each however often they were queued,
+ * not at all once cancelled; what a callback queues runs before the end of
+ * the turn is over; and a turn that queued nothing has nothing pending. */
+static void the_end_of_the_turn_runs_what_it_collected_once(void)
+{
+    timers_t t = {0};
+    turn_probe_t p[4];
+
+    memset(p, 0, sizeof(p));
+    norder = 0;
+    for (int i = 0; i < 4; i++) {
+        p[i].id = i;
+        p[i].entry.cb = on_turn;
+    }
+    turn_timers = &t;
+    CHECK(!timers_turn_pending(&t));
+    timers_after_turn(&t, &p[2].entry);
+    timers_after_turn(&t, &p[0].entry);
+    timers_after_turn(&t, &p[2].entry); /* queued already: nothing */
+    timers_after_turn(&t, &p[1].entry);
+    timers_after_turn(&t, &p[3].entry);
+    timers_cancel_turn(&t, &p[1].entry); /* from the middle */
+    timers_cancel_turn(&t, &p[3].entry); /* the last */
+    timers_cancel_turn(&t, &p[3].entry); /* not queued: nothing */
+    CHECK(timers_turn_pending(&t));
+    requeued = &p[1];
+    timers_end_turn(&t);
+    CHECK_INT_EQ(norder, 3);
+    CHECK_INT_EQ(order[0], 2);
+    CHECK_INT_EQ(order[1], 0);
+    CHECK_INT_EQ(order[2], 1); /* queued by p[0]'s callback: in the same end of turn */
+    CHECK_INT_EQ(p[3].fired, 0);
+    CHECK(!timers_turn_pending(&t));
+    /* The queue is usable again, and cancelling its only entry empties it. */
+    timers_after_turn(&t, &p[3].entry);
+    timers_cancel_turn(&t, &p[3].entry);
+    CHECK(!timers_turn_pending(&t));
+    timers_after_turn(&t, &p[3].entry);
+    timers_stop(&t); /* runs what waits for the end of the turn */
+    CHECK_INT_EQ(p[3].fired, 1);
+}
+
 int main(void)
 {
     CHECK_RUN(entries_fire_in_deadline_order_whatever_the_link_order);
@@ -379,5 +444,6 @@ int main(void)
     CHECK_RUN(the_timerfd_wakes_the_loop_at_each_deadline);
     CHECK_RUN(arming_is_lazy_and_still_wakes_for_the_next_deadline);
     CHECK_RUN(a_past_deadline_fires_at_once);
+    CHECK_RUN(the_end_of_the_turn_runs_what_it_collected_once);
     return check_summary();
 }

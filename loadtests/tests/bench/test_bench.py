@@ -22,7 +22,7 @@ import types
 import unittest
 import xml.etree.ElementTree as ET
 
-from loadlib import charts, mixes, netcheck, netns, pgbench
+from loadlib import charts, mixes, netcheck, netns, pg, pgbench
 from loadlib.commands.bench import command as bench_main
 from loadlib.commands.bench import figures as report
 from loadlib.commands.bench import headline as bench_headline
@@ -313,6 +313,13 @@ def dbrun(label, test, rps, db_us, wrk_us=None, rnd=1):
 
 
 class Ceiling(unittest.TestCase):
+    def test_queries_per_sync(self):
+        before = {"calls": 1000, "transactions": 500}
+        self.assertEqual(pg.queries_per_sync(before, {"calls": 1160, "transactions": 510}), 16)
+        self.assertIsNone(pg.queries_per_sync(before, before))           # nothing ran
+        self.assertIsNone(pg.queries_per_sync(None, before))             # no pg_stat_statements
+        self.assertIn("pg_stat_statements", pg.SYNC_COUNTS_SQL)
+
     def test_model(self):
         self.assertAlmostEqual(report.ceiling(35.0, 15.0), 20000.0)
         self.assertIsNone(report.ceiling(None, 15.0))
@@ -329,6 +336,9 @@ class Ceiling(unittest.TestCase):
             dbrun("pgbench-dbcore", "read", 6000, 125, rnd=2),
             dbrun("notesd-prepared", "read", 15000, 50, 16),
             dbrun("pgbench-prepared-dbcore", "read", 28000, 35),   # no CPU 1 run: CPU 0's is used
+            dict(dbrun("notesd-prepared-pipeline", "read", 20000, 30, 16), queries_per_sync=9.5),
+            dict(dbrun("pgbench-prepared-pipeline-servercore", "read", 40000, 20),
+                 queries_per_sync=16.0),
         ]
         self.summary = report.summarize(self.runs, [])
 
@@ -357,6 +367,26 @@ class Ceiling(unittest.TestCase):
         self.assertIsNone(r["wakeup_us"])
         self.assertIsNone(r["vs_other_core"])
         self.assertNotIn(("notesd-pipeline", "read"), rows)  # nothing measured: no row
+        r = rows[("notesd-prepared-pipeline", "read")]
+        self.assertEqual((r["queries_per_sync"], r["pgbench_queries_per_sync"]), (9.5, 16.0))
+        self.assertIsNone(rows[("notesd", "read")]["queries_per_sync"])
+
+    def test_pipelined_targets(self):
+        rows = report.target_rows(self.summary, ["read"], self.runs)
+        by = {(r["target"], r["subject"], r["test"]): r for r in rows}
+        r = by[("--prepared --pipeline 16 req/s ≥ 1.15× --prepared", "notesd-prepared-pipeline",
+                "read")]
+        self.assertAlmostEqual(r["value"], 20000 / 15000)
+        self.assertEqual(r["result"], "PASS")
+        r = by[("req/s ≥ 0.9 of the modelled ceiling of notesd's layout",
+                "notesd-prepared-pipeline", "read")]
+        self.assertAlmostEqual(r["value"], 20000 / (1e6 / (20 + 16)))    # 0.72
+        self.assertEqual(r["result"], "MISS")
+        r = by[("queries per sync ≥ 2 (fewer than one sync per two queries)",
+                "notesd-prepared-pipeline", "read")]
+        self.assertEqual((r["value"], r["result"]), (9.5, "PASS"))
+        self.assertNotIn(("queries per sync ≥ 2 (fewer than one sync per two queries)",
+                          "notesd-pipeline", "read"), by)               # not measured
 
     def test_section_renders_with_skip(self):
         rows = report.ceiling_rows(self.summary, ["read"], self.runs)
@@ -366,6 +396,8 @@ class Ceiling(unittest.TestCase):
                       "| 15 | 6,667 (6,494–6,849) | 8,500 (8,000–9,000) | 1.27 (1.17–1.39) |", text)
         self.assertIn("- unnamed (-M extended): read 135 − 122 = +12.5 (10–15) µs", text)
         self.assertIn("- notesd-pipeline: SKIP — no --pipeline", text)
+        self.assertIn("queries per sync (notesd)", text)
+        self.assertIn("| +10 | 9.5 | 16 |", text)
         self.assertNotIn("⚠", text)
 
     def test_unsaturated_database_core_is_flagged(self):

@@ -57,6 +57,19 @@ class Schedule(unittest.TestCase):
         self.assertEqual([(c["case"], c["subject"]) for c in cases],
                          [("read, pipeline", "notesd-pipeline")])
 
+    def test_callgrind_counts_notes_in_every_variant_compared(self):
+        cases, _ = bench_compare.make_cases(["json", "read", "write"],
+                                            ["plain", "prepared-pipeline"], True)
+        groups = bench_compare.callgrind_groups(cases)
+        self.assertEqual(groups, [("plain", ["/json", "/notes/1"]),
+                                  ("prepared-pipeline", ["/notes/1"])])
+        self.assertEqual(bench_compare.VARIANT_SETTINGS["prepared-pipeline"],
+                         {"PREPARED": "1", "PIPELINE_DEPTH": "16"})
+        self.assertEqual([bench_compare.callgrind_label(v, p) for v, ps in groups for p in ps],
+                         ["/json", "/notes/1", "/notes/1, prepared-pipeline"])
+        cases, _ = bench_compare.make_cases(["json"], ["plain", "pipeline"], True)
+        self.assertEqual(bench_compare.callgrind_groups(cases), [("plain", ["/json", "/notes/1"])])
+
     def test_every_case_runs_ab_and_ba_equally(self):
         cases = list(range(5))
         for rounds in (2, 6, 8):
@@ -132,11 +145,12 @@ class Rounds(unittest.TestCase):
         self.assertEqual(unbalanced, {})
 
 
-def compare_run(rnd, case, side, rps, cpu=10.0, db=None, startup=20.0, valid=True, uss=None):
+def compare_run(rnd, case, side, rps, cpu=10.0, db=None, startup=20.0, valid=True, uss=None,
+                qps=None):
     return {"round": rnd, "case": case, "test": case.split(",")[0], "side": side,
             "valid": valid, "rps": rps, "cpu_us_per_req": cpu, "db_cpu_us_per_req": db,
             "startup_ms": startup, "other_cores": 0.01, "first": side == "A",
-            "uss_peak_bytes": uss}
+            "uss_peak_bytes": uss, "queries_per_sync": qps}
 
 
 def compare_data(runs, cases, callgrind=None):
@@ -166,7 +180,8 @@ class Figures(unittest.TestCase):
                 runs.append(compare_run(rnd, "read", side, 5000 * machine * noise * slow,
                                         db=100 * noise / slow,
                                         uss=(3.5 if side == "A" else 3.2) * 1024 * 1024
-                                        + rng.randrange(4096)))
+                                        + rng.randrange(4096),
+                                        qps=(6.0 if side == "A" else 1.0) * noise))
         runs.append(compare_run(9, "json", "A", 1, valid=False))    # an unpaired, invalid round
         self.data = compare_data(runs, self.cases)
 
@@ -188,6 +203,10 @@ class Figures(unittest.TestCase):
         self.assertEqual(rows[("read", "db_cpu_us_per_req")]["verdict"], "slower")
         self.assertNotIn(("json", "db_cpu_us_per_req"), rows)     # no database on /json
         self.assertNotIn(("json", "uss_peak_bytes"), rows)        # not sampled in these runs
+        self.assertNotIn(("json", "queries_per_sync"), rows)      # no database on /json
+        r = rows[("read", "queries_per_sync")]
+        self.assertEqual(figures.verdict_words(r), "more queries per sync")
+        self.assertAlmostEqual(r["ratio"], 6.0, delta=0.2)
         r = rows[("read", "uss_peak_bytes")]
         self.assertEqual(r["verdict"], "slower")
         self.assertEqual(figures.verdict_words(r), "more memory")

@@ -355,6 +355,9 @@ def main(argv=None):
                    help="--compare: callgrind rounds per build (default 3; 0: none)")
     p.add_argument("--callgrind-requests", type=int,
                    help="--compare: requests per callgrind run (default 2000)")
+    p.add_argument("--callgrind-clients", type=int, default=1,
+                   help="--compare: keep-alive connections asking at once in a callgrind run "
+                        "(default 1; more let a pipelined notesd batch)")
     p.add_argument("--pool", type=int, default=20,
                    help="POOL_MAX of every server and pgbench -c (default 20)")
     p.add_argument("--notesd", default=os.path.join(REPO, "build", "notesd"),

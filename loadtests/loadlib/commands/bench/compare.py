@@ -17,7 +17,8 @@ that writes came before it (reads leave it as they found it): not between the tw
 runs of a pair, where a reset costs more time than it buys (the second run of a
 write pair sees about 1% more rows than the first, and which build that is
 alternates). Before the rounds, callgrind counts each binary's instructions per
-request (tests/tools/callgrind_per_request.py: /json and /notes/1).
+request (tests/tools/callgrind_per_request.py: /json, and /notes/1 in each query
+variant compared).
 
 The figures and the verdicts are compare_report.py's; the builds
 revisions.py's.
@@ -28,10 +29,10 @@ import os
 import shutil
 import sys
 
-from loadlib import procs
+from loadlib import pg, procs
 from loadlib.commands.bench.figures import DB_TESTS, HTTP_TESTS
 from loadlib.commands.bench.revisions import BuildError, prepare
-from loadlib.commands.bench.runs import keep_record, run_http
+from loadlib.commands.bench.runs import keep_record, run_http, transaction_counts
 from loadlib.commands.bench.setup import check_server, open_private_database
 from loadlib.commands.bench.subjects import (
     LOAD_CPU, PIPELINE_DEPTH, PIPELINE_SUBJECTS, SERVER_CPU, Subject, log)
@@ -48,6 +49,10 @@ DEFAULTS = {"rounds": 8, "duration": 2, "warmup": 1}
 QUICK = {"rounds": 6, "duration": 1, "warmup": 1}
 CALLGRIND = os.path.join(REPO, "tests", "tools", "callgrind_per_request.py")
 CALLGRIND_PATHS = ["/json", "/notes/1"]
+# notesd's settings for each query variant, as bench's subjects set them
+VARIANT_SETTINGS = {"plain": {}, "prepared": {"PREPARED": "1"},
+                    "pipeline": {"PIPELINE_DEPTH": str(PIPELINE_DEPTH)},
+                    "prepared-pipeline": {"PREPARED": "1", "PIPELINE_DEPTH": str(PIPELINE_DEPTH)}}
 CALLGRIND_DEFAULTS = {"rounds": 3, "requests": 1000}
 CALLGRIND_QUICK = {"rounds": 2, "requests": 500}
 WRITES = ("write", "mixed")
@@ -126,45 +131,69 @@ def setup_compare(bench):
     bench.table_dirty = True          # the preflight wrote a note
 
 
+def callgrind_groups(cases):
+    """[(variant, paths)]: /json and /notes/1 plain, and /notes/1 in every other query
+    variant the cases compare; a figure is labelled "/notes/1, prepared" and so on."""
+    variants = dict.fromkeys(c["variant"] for c in cases if c["test"] in DB_TESTS)
+    groups = [("plain", CALLGRIND_PATHS)]
+    groups += [(v, ["/notes/1"]) for v in variants if v != "plain"]
+    return groups
+
+
+def callgrind_label(variant, path):
+    return path if variant == "plain" else f"{path}, {variant}"
+
+
 def run_callgrind(bench):
     """Instructions per request of both builds, callgrind's count, rounds alternating
-    the builds (tests/tools/callgrind_per_request.py, with a PostgreSQL of its own).
-    bench.callgrind: {"paths", "rounds", "requests", "A": {path: [per round]}, "B": ...}."""
+    the builds (tests/tools/callgrind_per_request.py, with a PostgreSQL of its own),
+    once per query variant. bench.callgrind: {"paths" (labels), "rounds", "requests",
+    "clients", "A": {label: [per round]}, "B": ...}."""
     a = bench.args
     if a.callgrind_rounds < 1:
         return
     if not shutil.which("valgrind"):
         bench.notes.append("valgrind not found: no instruction counts (apt-get install valgrind)")
         return
-    out = os.path.join(bench.tmp, "callgrind.json")
+    groups = callgrind_groups(bench.cases)
+    labels = [callgrind_label(v, p) for v, paths in groups for p in paths]
+    bench.callgrind = {"paths": labels, "rounds": a.callgrind_rounds,
+                       "requests": a.callgrind_requests, "clients": a.callgrind_clients,
+                       "commands": [], "A": {}, "B": {}}
+    log(f"callgrind: {a.callgrind_rounds} round(s) of {a.callgrind_requests} requests on "
+        f"{a.callgrind_clients} connection(s) per path and build ({', '.join(labels)})")
     python = shutil.which("python3", path="/usr/bin") or sys.executable  # Debian's: psycopg2
-    cmd = ["taskset", "-c", ",".join(str(c) for c in sorted(LOAD_CPU | SERVER_CPU)),
-           python, CALLGRIND, "--rounds", str(a.callgrind_rounds),
-           "--requests", str(a.callgrind_requests), "--json", out]
-    for side in "AB":
-        cmd += ["--bin", bench.sides[side].notesd]
-    for path in CALLGRIND_PATHS:
-        cmd += ["--path", path]
-    log(f"callgrind: {a.callgrind_rounds} round(s) of {a.callgrind_requests} requests per "
-        f"path and build ({', '.join(CALLGRIND_PATHS)})")
-    res = toolrun.run_measured(cmd, timeout=900,
-                               log_path=os.path.join(bench.logdir, "callgrind.txt"))
-    bench.callgrind = {"paths": CALLGRIND_PATHS, "rounds": a.callgrind_rounds,
-                       "requests": a.callgrind_requests, "command": " ".join(cmd)}
-    try:
-        with open(out) as f:
-            counts = json.load(f)["per_request"]
-    except (OSError, ValueError, KeyError):
-        tail = res["output"].strip().splitlines()[-3:]
-        bench.callgrind["error"] = f"exit {res['rc']}: {' | '.join(tail) or 'no output'}"
-        bench.notes.append(f"callgrind failed: {bench.callgrind['error']}")
-        log(f"callgrind failed: {bench.callgrind['error']}")
-        return
-    for side in "AB":
-        binary = bench.sides[side].notesd
-        bench.callgrind[side] = {p: counts[binary][p] for p in CALLGRIND_PATHS}
-        log(f"  {side}: " + ", ".join(f"{p} {counts[binary][p]}" for p in CALLGRIND_PATHS))
-    bench.save()
+    for variant, paths in groups:
+        out = os.path.join(bench.tmp, f"callgrind-{variant}.json")
+        cmd = ["taskset", "-c", ",".join(str(c) for c in sorted(LOAD_CPU | SERVER_CPU)),
+               python, CALLGRIND, "--rounds", str(a.callgrind_rounds),
+               "--requests", str(a.callgrind_requests), "--clients", str(a.callgrind_clients),
+               "--json", out]
+        for side in "AB":
+            cmd += ["--bin", bench.sides[side].notesd]
+        for path in paths:
+            cmd += ["--path", path]
+        for name, value in VARIANT_SETTINGS[variant].items():
+            cmd += ["--env", f"{name}={value}"]
+        bench.callgrind["commands"].append(" ".join(cmd))
+        res = toolrun.run_measured(cmd, timeout=1800,
+                                   log_path=os.path.join(bench.logdir, f"callgrind-{variant}.txt"))
+        try:
+            with open(out) as f:
+                counts = json.load(f)["per_request"]
+        except (OSError, ValueError, KeyError):
+            tail = res["output"].strip().splitlines()[-3:]
+            bench.callgrind["error"] = f"exit {res['rc']}: {' | '.join(tail) or 'no output'}"
+            bench.notes.append(f"callgrind failed: {bench.callgrind['error']}")
+            log(f"callgrind failed: {bench.callgrind['error']}")
+            return
+        for side in "AB":
+            binary = bench.sides[side].notesd
+            for p in paths:
+                bench.callgrind[side][callgrind_label(variant, p)] = counts[binary][p]
+            log(f"  {side}: " + ", ".join(f"{callgrind_label(variant, p)} {counts[binary][p]}"
+                                          for p in paths))
+        bench.save()
 
 
 # ---------------------------------------------------------------- the rounds
@@ -187,6 +216,7 @@ def run_side(bench, rnd, case, side, first):
             "test": test, "side": side, "case": case["case"], "first": first}
     bench.current = srv
     bench.db.settle()   # the previous run's backends have exited: they would slow this start
+    syncs = transaction_counts(bench) if test in DB_TESTS else None
     try:
         try:
             startup = srv.start()
@@ -198,6 +228,10 @@ def run_side(bench, rnd, case, side, first):
         bench.current = None
         if test in WRITES:
             bench.table_dirty = True
+    if syncs is not None:
+        # the server's backends have exited and reported everything: exact, over its life
+        bench.db.settle()
+        rec["queries_per_sync"] = pg.queries_per_sync(syncs, transaction_counts(bench))
     rec.update(head, startup_ms=startup * 1e3)
     return rec
 

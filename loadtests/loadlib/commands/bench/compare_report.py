@@ -21,6 +21,8 @@ FIGURES = [
     ("startup_ms", "start-up ms", False, None, 1, ("slower", "faster")),
     ("uss_peak_bytes", "peak private memory (USS) MiB", False, None, MIB,
      ("more memory", "less memory")),
+    ("queries_per_sync", "queries per sync", True, DB_TESTS, 1,
+     ("fewer queries per sync", "more queries per sync")),
 ]
 # callgrind counts every instruction, but a few dozen per request depend on time (the
 # latency histograms' bucket search, h2o's once-a-second Date header): identical builds
@@ -52,8 +54,8 @@ def comparison_rows(data):
             if only and case["test"] not in only:
                 continue
             a, b, rounds = paired(data["runs"], case["case"], key, unit)
-            if not rounds and key == "uss_peak_bytes":
-                continue                      # runs from before USS was sampled
+            if not rounds and key in ("uss_peak_bytes", "queries_per_sync"):
+                continue                      # runs from before the figure was taken
             c = stats.compare_paired(a, b, higher, m["confidence"], m["resamples"],
                                      m["seed"] + 100 * i + j)
             c.update(case=case["case"], test=case["test"], figure=key, title=title,
@@ -198,8 +200,11 @@ def instruction_section(instructions, callgrind):
              for r in instructions]
     out.append(table(["request", "A (min–max)", "B (min–max)", "A / B", "resolution",
                       "verdict"], trows))
+    clients = callgrind.get("clients", 1)
+    on = ("one keep-alive connection" if clients == 1
+          else f"{clients} keep-alive connections at once")
     out += ["", f"{callgrind['rounds']} round(s) per build, alternating, of "
-            f"{callgrind['requests']} requests on one keep-alive connection "
+            f"{callgrind['requests']} requests on {on} "
             "(tests/tools/callgrind_per_request.py: the difference of two runs' totals, so "
             "start-up and shutdown cancel; every instruction notesd, h2o, libpq and libc run "
             "in user space). A few dozen instructions per request depend on time (the latency "

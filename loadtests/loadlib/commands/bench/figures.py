@@ -26,7 +26,7 @@ METRICS = {
 RUN_METRICS = ["rps", "p50_ms", "p99_ms", "cpu_us_per_req", "server_util", "rss_mib",
                "pss_mib", "uss_mib", "db_cpu_us_per_req",
                "loadgen_cpu_us_per_req", "cpu0_busy", "cpu1_busy", "other_cores",
-               "lag_mean_ms", "lag_max_ms"]
+               "lag_mean_ms", "lag_max_ms", "queries_per_sync"]
 
 # notesd's database variants, each with its pgbench limits: (label, query mode, pgbench on
 # the server's core — PostgreSQL woken from the other core, as notesd wakes it: the layout
@@ -52,6 +52,11 @@ PGBENCH_WHERE = {
     "pgbench-prepared-pipeline-servercore":
         "-M prepared, pipelines of 16, CPU 1 (the server's core)",
 }
+# queries notesd-pipeline keeps in flight per connection (--pipeline), and the statements
+# per \startpipeline ... \endpipeline block of the pipelined pgbench; and what the pipelined
+# variant must gain over --prepared on the read mix
+PIPELINE_DEPTH = 16
+PIPELINE_GAIN = 1.15
 # the private memory notesd may hold under the read load (USS, MiB), and its start-up (ms)
 USS_TARGET_MIB = 4.0
 STARTUP_TARGET_MS = 20.0
@@ -85,7 +90,8 @@ def run_metrics(run):
     busy = run.get("cpu_busy") or {}
     out = {k: run.get(k) for k in ("rps", "p50_ms", "p99_ms", "cpu_us_per_req", "server_util",
                                    "db_cpu_us_per_req", "loadgen_cpu_us_per_req",
-                                   "other_cores", "lag_mean_ms", "lag_max_ms")}
+                                   "other_cores", "lag_mean_ms", "lag_max_ms",
+                                   "queries_per_sync")}
     for key in ("rss", "pss", "uss"):
         b = run.get(f"{key}_peak_bytes")
         out[f"{key}_mib"] = b / MIB if b else None
@@ -290,6 +296,28 @@ def target_rows(summary, tests, runs=(), pool=20):
                 ratio(figure(summary, label, test, "cpu_us_per_req"), peer_cpu), "<=", 0.25,
                 peer, peer_cpu, rounds=versus(label, peer, test, "cpu_us_per_req"))
 
+    pipelined = "notesd-prepared-pipeline"
+    if "read" in tests and "read" in summary.get(pipelined, {}):
+        add(f"--prepared --pipeline {PIPELINE_DEPTH} req/s ≥ {PIPELINE_GAIN:g}× --prepared",
+            pipelined, "read", "rps",
+            ratio(figure(summary, pipelined, "read", "rps"),
+                  figure(summary, "notesd-prepared", "read", "rps")),
+            ">=", PIPELINE_GAIN, "notesd-prepared",
+            figure(summary, "notesd-prepared", "read", "rps"),
+            rounds=versus(pipelined, "notesd-prepared", "read", "rps"))
+        row = next((r for r in ceiling_rows(summary, ["read"], runs)
+                    if r["subject"] == pipelined), None)
+        if row is not None:
+            add("req/s ≥ 0.9 of the modelled ceiling of notesd's layout", pipelined, "read",
+                "rps", row["vs_ceiling"], ">=", 0.9, "ceiling", row["ceiling_rps"],
+                rounds=row["vs_ceiling_rounds"])
+    for label in ("notesd-pipeline", pipelined):
+        for test in DB_TESTS:
+            entry = summary.get(label, {}).get(test) or {}
+            if test in tests and figure(summary, label, test, "queries_per_sync") is not None:
+                add("queries per sync ≥ 2 (fewer than one sync per two queries)", label, test,
+                    "queries_per_sync", figure(summary, label, test, "queries_per_sync"), ">=",
+                    2.0, None, None, "", rounds=entry.get("queries_per_sync"))
     if "read" in tests:
         entry = summary.get("notesd", {}).get("read") or {}
         add(f"private memory (USS) under the read load, {pool} database connections "
@@ -374,6 +402,8 @@ def ceiling_rows(summary, tests, runs=()):
                     (label, test, "rps"), pg_key, wrk_key),
                 "vs_ceiling_same_core": ratio(mine, same_core),
                 "notesd_pg_us_per_query": mine_pg,
+                "queries_per_sync": figure(summary, label, test, "queries_per_sync"),
+                "pgbench_queries_per_sync": figure(summary, pg_label, test, "queries_per_sync"),
                 "pg_us_extra": (mine_pg - pg_us if mine_pg is not None and pg_us is not None
                                 else None)})
     return rows

@@ -89,7 +89,8 @@ def ceiling_section(rows, skipped):
             fmt_ratio(r["vs_other_core"]), fmt_ratio(r["vs_db_core"]),
             fmt(r["ceiling_same_core_rps"]), fmt_ratio(r["vs_ceiling_same_core"]),
             fmt(r["notesd_pg_us_per_query"]),
-            ("+" if (r["pg_us_extra"] or 0) > 0 else "") + fmt(r["pg_us_extra"])])
+            ("+" if (r["pg_us_extra"] or 0) > 0 else "") + fmt(r["pg_us_extra"]),
+            fmt(r.get("queries_per_sync")), fmt(r.get("pgbench_queries_per_sync"))])
     if not trows:
         return ""
     out.append(table(["subject", "queries", "mix", "pgbench, server's core (CPU 1) q/s",
@@ -100,7 +101,8 @@ def ceiling_section(rows, skipped):
                       "notesd req/s (min–max)", "notesd / ceiling (min–max)",
                       "notesd / pgbench CPU 1", "notesd / pgbench CPU 0",
                       "same-core ceiling req/s", "notesd / same-core ceiling",
-                      "PostgreSQL CPU µs/query (notesd)", "notesd − pgbench CPU 1, µs"], trows))
+                      "PostgreSQL CPU µs/query (notesd)", "notesd − pgbench CPU 1, µs",
+                      "queries per sync (notesd)", "queries per sync (pgbench)"], trows))
     out.append("")
     out += wakeup_lines(rows)
     out.append("The ceiling of notesd's layout is 1 / (PostgreSQL's CPU per query under the "
@@ -115,7 +117,11 @@ def ceiling_section(rows, skipped):
                "block and its q/s counts statements. The last two columns: PostgreSQL's CPU "
                "per query under notesd, and how much more it is than under the pgbench of "
                "the same layout (see loadtests/bench.d/README.md, \"PostgreSQL's CPU per "
-               "query\").")
+               "query\"). Queries per sync: the statements on the notes table "
+               "(pg_stat_statements) over the transactions the database ended "
+               "(pg_stat_database) during the run; a sync point ends an "
+               "implicit transaction, so this is the size of a batch (1 without one; the "
+               "pgbench column is the limit's: 16 pipelined).")
     if skipped:
         out.append("")
     for s, why in skipped.items():

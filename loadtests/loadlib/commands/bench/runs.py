@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import time
 
-from loadlib import pgbench, procs, prom
+from loadlib import pg, pgbench, procs, prom
 from loadlib.commands.bench.figures import DB_TESTS, MIB
 from loadlib.commands.bench.subjects import PGBENCH_VARIANTS, log, pgbench_cmd, wrk_cmd
 from loadlib.quantile import percentile
@@ -45,6 +45,16 @@ def end(bench, server_pid):
     bench.db.settle()
     snap["db"] = bench.db.cpu()
     return snap
+
+
+def transaction_counts(bench):
+    """pg.sync_counts of the bench's database now, or None. A backend reports its
+    transactions to pg_stat_database at most once a second while busy, and up to ten
+    seconds after it goes idle, so a server whose backends stay (a run of bench's rounds)
+    is read right after its warm-up and right after its run: each time with about the
+    last second of load not reported yet, at the same rate, which cancels. Where the
+    backends exit (pgbench; a --compare run, stopped after it), the counts are exact."""
+    return pg.sync_counts(bench.db.url) if bench.db is not None and bench.db.url else None
 
 
 def cpu_deltas(before, after, rec, requests, loadgen_cpu):
@@ -118,12 +128,15 @@ def run_http(bench, rnd, srv, test, reset=True):
     lag(srv.metrics_port)  # the window restarts at every scrape
     wrk_log = os.path.join(bench.logdir, f"r{rnd}-{srv.label}-{test}.wrk.txt")
     before = begin(bench, srv.pid)
+    syncs = transaction_counts(bench) if test in DB_TESTS else None
     sampler = RssSampler(srv.pid)
     sampler.start()
     res = toolrun.run_measured(wrk_cmd(bench, test, srv.port, a.duration), env=env,
                                timeout=a.duration + 30, log_path=wrk_log)
     rss = sampler.finish()
     after = end(bench, srv.pid)
+    if syncs is not None:
+        rec["queries_per_sync"] = pg.queries_per_sync(syncs, transaction_counts(bench))
     lags = lag(srv.metrics_port)
     w = wrk.json_line(res["output"])
     rec["wrk"] = w
@@ -158,10 +171,12 @@ def run_pgbench(bench, rnd, label, test):
     cmd = pgbench_cmd(bench, label, test, a.duration, os.path.join(logdir, "tx"))
     rec["command"] = " ".join(cmd)
     before = begin(bench, None)
+    syncs = transaction_counts(bench)  # the warm-up's backends have exited: exact
     res = toolrun.run_measured(cmd, timeout=a.duration + 60,
                                log_path=os.path.join(bench.logdir,
                                                      f"r{rnd}-{label}-{test}.txt"))
     after = end(bench, None)
+    rec["queries_per_sync"] = pg.queries_per_sync(syncs, transaction_counts(bench))
     p = pgbench.parse_pgbench(res["output"])
     lat = pgbench.pgbench_log_latencies(
         [os.path.join(logdir, f) for f in os.listdir(logdir)])
@@ -206,6 +221,8 @@ def keep_record(bench, rec):
             extra += f" (USS {rec['uss_peak_bytes'] / MIB:.1f})"
         if rec.get("lag_mean_ms") is not None:
             extra += f", lag {fmt(rec['lag_mean_ms'])} ms"
+        if rec.get("queries_per_sync") is not None:
+            extra += f", {rec['queries_per_sync']:.1f} queries/sync"
         log(f"  {rec['label']:<18} {rec['test']:<7} {fmt(rec['rps']):>9} req/s  "
             f"p99 {fmt(rec['p99_ms'])} ms  {extra}  other load "
             f"{fmt(rec.get('other_cores'), 2)}")

@@ -13,7 +13,7 @@ import re
 import subprocess
 
 from loadlib import mixes, server
-from loadlib.commands.bench.figures import DB_TESTS, HTTP_TESTS, PEERS, label_of
+from loadlib.commands.bench.figures import DB_TESTS, HTTP_TESTS, PEERS, PIPELINE_DEPTH, label_of
 from loadlib.paths import LOADTESTS
 from loadlib.report import logger
 
@@ -35,9 +35,6 @@ PGBENCH_MIXES = {
     "mixed": [("get_note", 56), ("list_by_tag", 24), ("insert_note", 10), ("update_note", 10)],
 }
 SERVER_CPU, LOAD_CPU = {1}, {0}
-# queries notesd-pipeline keeps in flight per connection (--pipeline), and the
-# statements per \startpipeline ... \endpipeline block of the pipelined pgbench
-PIPELINE_DEPTH = 16
 # pgbench as a limit: label -> (-M mode, where it runs, statements per pipeline or None).
 # "server": CPU 1, the server's core: PostgreSQL's client wakes it from the other core, as
 # notesd does, so these are the limits that match notesd's layout;

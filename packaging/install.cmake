@@ -34,7 +34,7 @@ endfunction()
 notesd_gzip("${stage}/notesd.8" "${stage}/notesd.8.gz")
 notesd_gzip("${NOTESD_PACKAGING_DIR}/changelog" "${stage}/doc/changelog.Debian.gz")
 # Every page the man page and these pages point to (packaging/tests checks the links).
-foreach(page install configuration api metrics decisions journal)
+foreach(page install configuration api api-reference metrics decisions journal)
   notesd_gzip("${NOTESD_SOURCE_DIR}/docs/${page}.md" "${stage}/doc/${page}.md.gz")
 endforeach()
 

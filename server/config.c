@@ -23,9 +23,10 @@ static notesd_config_t loaded;
 /* OPT_CHOICE: one of the words of `choices` ("a|b"), stored as its index. */
 enum opt_type { OPT_STRING, OPT_INT, OPT_BOOL, OPT_LOG_LEVEL, OPT_PORT_OR_AUTO, OPT_CHOICE };
 
-/* `help` is the line --help prints; `text`, when the documentation says more,
- * is what the man page and docs/configuration.md print instead (Markdown's
- * `code` and [links](page.md#anchor), links relative to docs/). */
+/* `text` is the one description of a setting: Markdown's `code` and
+ * [links](page.md#anchor) only, links relative to docs/. The man page and
+ * docs/configuration.md print it as it is (through packaging/docgen.c); --help
+ * prints it as plain text (print_plain), so there is no second version to drift. */
 struct option_row {
     const char *flag; /* without the leading "--" */
     const char *env;
@@ -34,7 +35,6 @@ struct option_row {
     const char *def;     /* default, as text; NULL = unset */
     const char *def_doc; /* what the documentation says of an unset default */
     long min, max;       /* bounds for OPT_INT and OPT_PORT_OR_AUTO */
-    const char *help;
     const char *text;
     const char *choices; /* OPT_CHOICE's words, in the order of their values */
 };
@@ -50,15 +50,13 @@ static const struct option_row options[] = {
      .def = "10000",
      .min = 1,
      .max = INT_MAX,
-     .help = "a client gets this long to send a request, and to stay idle on keep-alive",
-     .text = "a client gets this long to send a request, and to stay idle between keep-alive "
-             "requests"},
+     .text =
+         "a client gets this long to send a request, and to stay idle between keep-alive requests"},
     {.flag = "db-url",
      .env = "DB_URL",
      .type = OPT_STRING,
      .offset = FIELD(db_url),
      .def_doc = "required",
-     .help = "libpq connection URI of the notes database",
      .text = "libpq connection URI of the notes database (`postgresql://user@host:5432/notes`); "
              "libpq's `PG*` variables and service file fill in what it leaves out"},
     {.flag = "h2c",
@@ -66,26 +64,23 @@ static const struct option_row options[] = {
      .type = OPT_BOOL,
      .offset = FIELD(h2c),
      .def = "0",
-     .help = "also speak HTTP/2 over cleartext on the API port (prior knowledge or Upgrade: h2c)",
-     .text = "also speak HTTP/2 over cleartext on the API port: prior knowledge, or "
-             "`Upgrade: h2c` (see [HTTP/2 and TLS](api.md#http2-and-tls))"},
+     .text = "also speak HTTP/2 over cleartext on the API port: prior knowledge, or `Upgrade: h2c` "
+             "(see [HTTP/2 and TLS](api.md#http2-and-tls))"},
     {.flag = "half-close",
      .env = "HALF_CLOSE",
      .type = OPT_CHOICE,
      .offset = FIELD(half_close),
      .def = "abort",
-     .help = "a client that shut down its sending side before an answer that waited: abort (as "
-             "Node: no answer) or answer it",
+     .choices = "abort|answer",
      .text = "a client that shut down its sending side (FIN) before an answer that waited: "
              "`abort`, as Node's HTTP server under Express (no answer, status 0), or `answer` it "
-             "(see [client gone](decisions.md#client-gone))",
-     .choices = "abort|answer"},
+             "(see [client gone](decisions.md#client-gone))"},
     {.flag = "host",
      .env = "HOST",
      .type = OPT_STRING,
      .offset = FIELD(host),
      .def = "0.0.0.0",
-     .help = "address the API listens on"},
+     .text = "address the API listens on"},
     {.flag = "journal",
      .env = "JOURNAL",
      .type = OPT_INT,
@@ -93,19 +88,15 @@ static const struct option_row options[] = {
      .def = "0",
      .min = 0,
      .max = 10000000,
-     .help = "keep the last N requests of each loop in the request journal (GET /journal on the "
-             "metrics port; 160 bytes a record); 0 = off",
-     .text = "keep the last N requests of each loop in the [request journal](journal.md) "
-             "(`GET /journal` on the metrics port; 160 bytes a record); `0` = off"},
+     .text = "keep the last N requests of each loop in the [request journal](journal.md) (`GET "
+             "/journal` on the metrics port; 160 bytes a record); `0` = off"},
     {.flag = "journal-token",
      .env = "JOURNAL_TOKEN",
      .type = OPT_STRING,
      .offset = FIELD(journal_token),
      .def_doc = "none: loopback only",
-     .help = "lets clients not on loopback read GET /journal with Authorization: Bearer TOKEN; "
-             "without it only clients on this machine may",
-     .text = "lets clients not on loopback read `GET /journal` with `Authorization: Bearer "
-             "TOKEN`; without it only clients on this machine may (see [who may read "
+     .text = "lets clients not on loopback read `GET /journal` with `Authorization: Bearer TOKEN`; "
+             "without it only clients on this machine may (see [who may read "
              "it](journal.md#who-may-read-it))"},
     {.flag = "lag-interval-ms",
      .env = "LAG_INTERVAL_MS",
@@ -114,13 +105,12 @@ static const struct option_row options[] = {
      .def = "100",
      .min = 1,
      .max = 60000,
-     .help = "period of the event-loop lag probe"},
+     .text = "period of the event-loop lag probe"},
     {.flag = "log-level",
      .env = "LOG_LEVEL",
      .type = OPT_LOG_LEVEL,
      .offset = FIELD(log_level),
      .def = "info",
-     .help = "error, warn, info or debug",
      .text = "`error`, `warn`, `info` or `debug`"},
     {.flag = "max-body-bytes",
      .env = "MAX_BODY_BYTES",
@@ -129,12 +119,9 @@ static const struct option_row options[] = {
      .def = "102400",
      .min = 1,
      .max = 64 * 1024 * 1024,
-     .help = "request bodies larger than this get 413 (express.json's 100kb), held while they are "
-             "read: on the wire and inflated",
-     .text = "request bodies larger than this get 413 (express.json's `100kb`), held while they "
-             "are read: a declared `Content-Length` over it is refused from the head, a chunked "
-             "body at it (HTTP/2: the stream is reset), and a compressed body is held to it on "
-             "the wire and inflated (see [request bodies](decisions.md#request-bodies))"},
+     .text = "request bodies larger than this get 413 (express.json's `100kb`), on the wire and "
+             "again once inflated; a declared `Content-Length` over it is refused from the head "
+             "(see [request bodies](decisions.md#request-bodies))"},
     {.flag = "max-connections",
      .env = "MAX_CONNECTIONS",
      .type = OPT_INT,
@@ -143,17 +130,14 @@ static const struct option_row options[] = {
                 "metrics port)",
      .min = 1,
      .max = INT_MAX,
-     .help = "most open API connections, plain and TLS, all loops together; at the limit new "
-             "clients wait in the kernel's backlog",
-     .text = "most open API connections, plain and TLS, every loop's together (one limit, not a "
-             "share per loop); beyond it new clients wait in the kernel's backlog (see "
-             "[admission](decisions.md#admission))"},
+     .text = "most open API connections, plain and TLS, every loop's together; beyond it new "
+             "clients wait in the kernel's backlog (see [admission](decisions.md#admission))"},
     {.flag = "metrics-host",
      .env = "METRICS_HOST",
      .type = OPT_STRING,
      .offset = FIELD(metrics_host),
      .def = "0.0.0.0",
-     .help = "address the metrics port listens on"},
+     .text = "address the metrics port listens on"},
     {.flag = "metrics-port",
      .env = "METRICS_PORT",
      .type = OPT_PORT_OR_AUTO,
@@ -161,11 +145,9 @@ static const struct option_row options[] = {
      .def = "9091",
      .min = 0,
      .max = 65535,
-     .help = "port of /metrics, /healthz, /readyz, /journal, /openapi.json and /dashboard "
-             "(HTTP/1.1); 0 turns it off, auto takes a free one",
      .text = "port of `/metrics`, `/healthz`, `/readyz`, `/journal`, `/openapi.json` and "
-             "`/dashboard`, over HTTP/1.1 only (see [the port](metrics.md#the-port)); `0` turns "
-             "it off, `auto` takes a free port (the start-up line says which)"},
+             "`/dashboard`, HTTP/1.1 only (see [the port](metrics.md#the-port)); `0` turns it off, "
+             "`auto` takes a free port (the start-up line says which)"},
     {.flag = "pipeline",
      .env = "PIPELINE_DEPTH",
      .type = OPT_INT,
@@ -173,7 +155,6 @@ static const struct option_row options[] = {
      .def = "0",
      .min = 0,
      .max = 256,
-     .help = "libpq pipeline mode: up to this many queries in flight per connection; 0 = off",
      .text = "libpq pipeline mode: up to this many queries in flight per connection; `0` = off"},
     {.flag = "pool-acquire-timeout-ms",
      .env = "POOL_ACQUIRE_TIMEOUT_MS",
@@ -182,8 +163,7 @@ static const struct option_row options[] = {
      .def = "10000",
      .min = 0,
      .max = INT_MAX,
-     .help = "longest wait for a database connection (503 after); 0 = forever",
-     .text = "longest wait for a connection (then 503); `0` = forever"},
+     .text = "longest wait for a database connection (then 503); `0` = forever"},
     {.flag = "pool-connect-timeout-ms",
      .env = "POOL_CONNECT_TIMEOUT_MS",
      .type = OPT_INT,
@@ -191,9 +171,8 @@ static const struct option_row options[] = {
      .def = "5000",
      .min = 1,
      .max = INT_MAX,
-     .help = "longest time to open a database connection",
-     .text = "longest time to open a database connection (libpq enforces its own "
-             "`connect_timeout` only in blocking calls)"},
+     .text = "longest time to open a database connection (libpq enforces its own `connect_timeout` "
+             "only in blocking calls)"},
     {.flag = "pool-idle-timeout-ms",
      .env = "POOL_IDLE_TIMEOUT_MS",
      .type = OPT_INT,
@@ -201,8 +180,7 @@ static const struct option_row options[] = {
      .def = "10000",
      .min = 1,
      .max = INT_MAX,
-     .help = "an idle database connection is closed after this long",
-     .text = "an idle connection is closed after this long (pg.Pool's 10 s)"},
+     .text = "an idle database connection is closed after this long (pg.Pool's 10 s)"},
     {.flag = "pool-max",
      .env = "POOL_MAX",
      .type = OPT_INT,
@@ -210,7 +188,7 @@ static const struct option_row options[] = {
      .def = "20",
      .min = 1,
      .max = 1000,
-     .help = "most database connections open at once"},
+     .text = "most database connections open at once"},
     {.flag = "pool-queue-max",
      .env = "POOL_QUEUE_MAX",
      .type = OPT_INT,
@@ -218,8 +196,7 @@ static const struct option_row options[] = {
      .def = "10000",
      .min = 0,
      .max = INT_MAX,
-     .help = "most requests waiting for a connection (503 beyond); 0 = no bound",
-     .text = "most requests waiting for a connection (then 503); `0` = no bound"},
+     .text = "most requests waiting for a database connection (then 503); `0` = no bound"},
     {.flag = "port",
      .env = "PORT",
      .type = OPT_INT,
@@ -227,15 +204,14 @@ static const struct option_row options[] = {
      .def = "8080",
      .min = 0,
      .max = 65535,
-     .help = "port the API listens on; 0 takes a free one (the start-up line says which)",
-     .text = "port the API listens on; `0` takes a free port (the start-up line says which; "
-             "every loop shares it)"},
+     .text = "port the API listens on, every loop's; `0` takes a free port (the start-up line says "
+             "which)"},
     {.flag = "prepared",
      .env = "PREPARED",
      .type = OPT_BOOL,
      .offset = FIELD(prepared),
      .def = "0",
-     .help = "use named prepared statements instead of node-postgres's unnamed ones"},
+     .text = "use named prepared statements instead of node-postgres's unnamed ones"},
     {.flag = "primes-max",
      .env = "PRIMES_MAX",
      .type = OPT_INT,
@@ -243,9 +219,9 @@ static const struct option_row options[] = {
      .def = "1000000",
      .min = 2,
      .max = INT_MAX,
-     .help = "largest ?below= that /primes accepts (1000000 holds the loop ~0.13 s)",
-     .text = "largest `?below=` that `/primes` accepts; 1000000 holds the loop about 0.13 s (see "
-             "[`/primes`](decisions.md#primes-blocks-its-loop))"},
+     .text = "largest `?below=` that `/primes` accepts, which bounds how long one request holds "
+             "its loop "
+             "(see [`/primes`](decisions.md#primes-blocks-its-loop))"},
     {.flag = "query-timeout-ms",
      .env = "QUERY_TIMEOUT_MS",
      .type = OPT_INT,
@@ -253,21 +229,14 @@ static const struct option_row options[] = {
      .def = "30000",
      .min = 0,
      .max = INT_MAX,
-     .help = "deadline of a query (504 after): its statement_timeout on the server, and with "
-             "--pipeline also counted from when it is sent, behind any others; 0 = none",
-     .text =
-         "deadline of a query (then 504): the connection's `statement_timeout`, which bounds "
-         "a statement's own running time on the server; with `--pipeline` also a deadline "
-         "counted from when the query is sent on its connection, so one queued behind slow "
-         "statements gets its 504 on time too (see [deadlines](../server/README.md#deadlines)); "
-         "`0` = none"},
+     .text = "deadline of a query (then 504): the connection's `statement_timeout` and, with "
+             "`--pipeline`, also counted from when the query is sent (see "
+             "[deadlines](../server/README.md#deadlines)); `0` = none"},
     {.flag = "server-timing",
      .env = "SERVER_TIMING",
      .type = OPT_BOOL,
      .offset = FIELD(server_timing),
      .def = "1",
-     .help = "send Server-Timing (db and total time) on API responses; 0 for the peer's exact "
-             "headers",
      .text = "send `Server-Timing` (db and total time) on API responses; `0` for the reference's "
              "exact headers"},
     {.flag = "shutdown-timeout-ms",
@@ -277,14 +246,13 @@ static const struct option_row options[] = {
      .def = "5000",
      .min = 0,
      .max = INT_MAX,
-     .help = "how long SIGTERM waits for in-flight requests"},
+     .text = "how long SIGTERM waits for in-flight requests"},
     {.flag = "static-dir",
      .env = "STATIC_DIR",
      .type = OPT_STRING,
      .offset = FIELD(static_dir),
      .def = "static",
-     .help = "directory served under /static/",
-     .text = "directory served under `/static/`"},
+     .text = "directory served under `/static/`, read once at start-up"},
     {.flag = "threads",
      .env = "THREADS",
      .type = OPT_INT,
@@ -292,18 +260,17 @@ static const struct option_row options[] = {
      .def = "1",
      .min = 1,
      .max = 64,
-     .help = "event loops, one thread each, sharing the port (SO_REUSEPORT) and POOL_MAX",
      .text = "event loops, one thread each, sharing the port (`SO_REUSEPORT`) and `POOL_MAX`"},
     {.flag = "tls-cert",
      .env = "TLS_CERT",
      .type = OPT_STRING,
      .offset = FIELD(tls_cert),
-     .help = "PEM certificate (chain) of the TLS port"},
+     .text = "PEM certificate (chain) of the TLS port"},
     {.flag = "tls-key",
      .env = "TLS_KEY",
      .type = OPT_STRING,
      .offset = FIELD(tls_key),
-     .help = "PEM private key of the TLS port"},
+     .text = "PEM private key of the TLS port"},
     {.flag = "tls-port",
      .env = "TLS_PORT",
      .type = OPT_PORT_OR_AUTO,
@@ -311,11 +278,8 @@ static const struct option_row options[] = {
      .def = "0",
      .min = 0,
      .max = 65535,
-     .help = "port of the TLS listener (HTTP/2 and HTTP/1.1 by ALPN); 0 = no TLS, auto takes a "
-             "free one",
-     .text = "port of the TLS listener, HTTP/2 and HTTP/1.1 chosen by ALPN, with the API's "
-             "routes; `0` = no TLS, `auto` takes a free port (the start-up line says which); "
-             "needs `TLS_CERT` and `TLS_KEY`"},
+     .text = "port of the TLS listener, with the API's routes over HTTP/2 or HTTP/1.1 (ALPN); `0` "
+             "= no TLS, `auto` takes a free port; needs `TLS_CERT` and `TLS_KEY`"},
     {.flag = "ws-idle-timeout-ms",
      .env = "WS_IDLE_TIMEOUT_MS",
      .type = OPT_INT,
@@ -323,12 +287,9 @@ static const struct option_row options[] = {
      .def = "60000",
      .min = 1,
      .max = INT_MAX,
-     .help = "a WebSocket with nothing received or written for this long is closed (1001), and "
-             "one whose queue stays full while its client reads nothing this long (1008)",
-     .text =
-         "a WebSocket with nothing received or written for this long is closed with 1001, "
-         "and one whose send queue stays full while its client shows no reading this long "
-         "(its TCP window does not move) with 1008 (see [slow readers](decisions.md#websockets))"},
+     .text = "a WebSocket with nothing received or written for this long is closed with 1001, and "
+             "one whose send queue stays full while its client shows no reading for this long with "
+             "1008 (see [flow control](api.md#flow-control))"},
     {.flag = "ws-max-fragment-bytes",
      .env = "WS_MAX_FRAGMENT_BYTES",
      .type = OPT_INT,
@@ -336,7 +297,6 @@ static const struct option_row options[] = {
      .def = "65536",
      .min = 1,
      .max = 16777216,
-     .help = "a WebSocket frame from a client longer than this closes it (1009)",
      .text = "a WebSocket frame from a client longer than this closes the connection with 1009"},
     {.flag = "ws-max-message-bytes",
      .env = "WS_MAX_MESSAGE_BYTES",
@@ -345,13 +305,9 @@ static const struct option_row options[] = {
      .def = "65536",
      .min = 1,
      .max = 16777216,
-     .help = "a WebSocket message from a client longer than this closes it (1009); also how much "
-             "may wait to be sent (128 bytes counted per frame beyond its payload) before the "
-             "server stops reading",
-     .text = "a WebSocket message from a client longer than this closes the connection with "
-             "1009; also how much may wait to be sent to one client, each queued frame counted "
-             "as its payload and 128 bytes, before notesd stops reading it (`/ws/echo`) or leaves "
-             "messages out (`/ws/feed`)"},
+     .text = "a WebSocket message from a client longer than this closes the connection with 1009; "
+             "also how much may wait to be sent to one client, each frame counted with 128 bytes "
+             "beyond its payload, before notesd stops reading it"},
     {.flag = "ws-max-messages",
      .env = "WS_MAX_MESSAGES",
      .type = OPT_INT,
@@ -359,7 +315,6 @@ static const struct option_row options[] = {
      .def = "0",
      .min = 0,
      .max = INT_MAX,
-     .help = "messages a WebSocket client may send; the next one closes it (1008); 0 = no limit",
      .text = "data messages a WebSocket client may send; the next one closes the connection with "
              "1008; `0` = no limit"},
 };
@@ -459,7 +414,7 @@ int config_option_doc(size_t i, config_option_doc_t *out)
             return 0;
         out->flag = actions[i - NUM_OPTIONS].flag;
         out->env = "";
-        out->help = out->text = actions[i - NUM_OPTIONS].help;
+        out->text = actions[i - NUM_OPTIONS].help;
         return 1;
     }
     const struct option_row *row = &options[i];
@@ -471,9 +426,34 @@ int config_option_doc(size_t i, config_option_doc_t *out)
     out->has_range = (row->type == OPT_INT || row->type == OPT_PORT_OR_AUTO) && row->max < INT_MAX;
     out->min = row->min;
     out->max = row->max;
-    out->help = row->help;
-    out->text = row->text != NULL ? row->text : row->help;
+    out->text = row->text;
     return 1;
+}
+
+/* Writes `len` bytes of a row's Markdown as --help's plain text: a code span
+ * loses its backticks, a link becomes its text, and a pointer to the docs,
+ * " (see [words](page.md#anchor))", is left out, since a terminal cannot follow
+ * it (the man page names the page instead). */
+static void print_plain(FILE *out, const char *s, size_t len)
+{
+    const char *end = s + len;
+    while (s < end) {
+        size_t left = (size_t)(end - s);
+        const char *close;
+        if (left > 7 && strncmp(s, " (see [", 7) == 0 && (close = strstr(s, "))")) != NULL &&
+            close < end) {
+            s = close + 2;
+        } else if (*s == '[' && (close = strstr(s, "](")) != NULL && close < end &&
+                   memchr(close, ')', (size_t)(end - close)) != NULL) {
+            print_plain(out, s + 1, (size_t)(close - s - 1));
+            s = memchr(close, ')', (size_t)(end - close));
+            s++;
+        } else {
+            if (*s != '`')
+                fputc(*s, out);
+            s++;
+        }
+    }
 }
 
 void config_print_help(FILE *out)
@@ -485,7 +465,8 @@ void config_print_help(FILE *out)
     for (size_t i = 0; config_option_doc(i, &doc); i++) {
         char left[64];
         snprintf(left, sizeof(left), "--%s%s", doc.flag, doc.takes_value ? " VALUE" : "");
-        fprintf(out, "  %-32s %-24s %s", left, doc.env, doc.help);
+        fprintf(out, "  %-32s %-24s ", left, doc.env);
+        print_plain(out, doc.text, strlen(doc.text));
         if (doc.def != NULL)
             fprintf(out, " [%s]", doc.def);
         fprintf(out, "\n");

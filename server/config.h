@@ -2,8 +2,9 @@
  * config.h - the server's settings, read once at start-up.
  *
  * Every setting has one row in config.c's table: flag, environment variable,
- * type, default and help. The environment is read first and flags override it,
- * as the reference Express app takes its settings from the environment.
+ * type, default and its one description. The environment is read first and
+ * flags override it, as the reference Express app takes its settings from the
+ * environment.
  * config_load hands the settings out as const, and there is no global to
  * write: main reads them and passes each module what it needs (pool_settings_t,
  * request_settings_t, the loops' shares), so nothing below reads them itself.
@@ -56,7 +57,7 @@ typedef struct notesd_config {
 #define CONFIG_PORT_AUTO (-1)
 
 /* HALF_CLOSE: what becomes of a request whose client has shut down its sending
- * side (FIN) by the time its answer is ready, after a wait (see docs/api.md). */
+ * side (FIN) by the time its answer is ready, after a wait ("Client gone" in docs/decisions.md). */
 enum config_half_close {
     CONFIG_HALF_CLOSE_ABORT,  /* as Node's HTTP server: the client is gone, nothing is sent */
     CONFIG_HALF_CLOSE_ANSWER, /* the answer is sent; only a reset client is gone */
@@ -85,8 +86,7 @@ typedef struct config_option_doc {
     int def_is_value; /* 1: `def` is a value to type; 0: it is words ("required", a formula) */
     int has_range;    /* 1: an integer accepted only from min to max, shown as such */
     long min, max;    /* that range */
-    const char *help; /* one line of plain text, for --help */
-    const char *text; /* the full text: Markdown's `code` and [links](page.md#anchor) only */
+    const char *text; /* Markdown's `code` and [links](page.md#anchor) only; --help strips them */
 } config_option_doc_t;
 
 /* Fills `out` with row `i`: the settings in alphabetical order, then --help and

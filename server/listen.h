@@ -2,28 +2,16 @@
  * listen.h - admission: one loop's listening sockets and how many connections
  * each may hold open.
  *
- * Owns listener_t and its state machine, the connection budgets the
- * listeners draw on, and the accept callback. Admission is a listener state,
- * not a check per connection: only an ACCEPTING listener is watched by epoll,
- * so clients past the limit wait in the kernel's backlog and cost the loop
- * nothing. Every loop's API and TLS listeners draw on one budget,
- * MAX_CONNECTIONS for the whole process: a TLS client takes a place like a
- * plain one, and a loop whose SO_REUSEPORT socket the kernel happens to give
- * more clients is not full while another has room. The metrics listener has
- * a small budget of its own, so a full API port never locks Prometheus out.
- *
- * The metrics port is also kept from locking itself out: when its few places
- * are taken and a client waits, the connection idle the longest is closed to
- * make room (idle: no request of it being answered); an answer not written
- * whole within CLIENT_TIMEOUT_MS ends with its connection; and the bytes of
- * answers it holds (journal pages) have one budget, LISTEN_METRICS_HOLD_MAX,
- * whatever the readers do. See "The metrics port" in docs/decisions.md.
- * What h2o does with an accepted socket (TLS, HTTP/1, HTTP/2) is h2o's; which
- * hosts it serves is http.c's.
- *
- * It also owns the descriptor budget those limits come from: how many
- * descriptors notesd holds besides its clients' connections, and so what
- * MAX_CONNECTIONS is when it is not set (listen_admit).
+ * Owns listener_t and its state machine (only an ACCEPTING listener is
+ * watched by epoll, so clients past the limit wait in the kernel's backlog),
+ * the connection budgets the listeners draw on (one, MAX_CONNECTIONS, for
+ * every loop's API and TLS listeners; a small one of the metrics port's own,
+ * with its budget of held answers), the accept callback, and the descriptor
+ * budget MAX_CONNECTIONS is derived from when it is not set (listen_admit).
+ * Why admission works this way, and how the metrics port keeps its readers
+ * from locking it out: "Admission" and "The metrics port" in
+ * docs/decisions.md. What h2o does with an accepted socket (TLS, HTTP/1,
+ * HTTP/2) is h2o's; which hosts it serves is http.c's.
  *
  * Each loop's listeners_t is used by that loop's thread only, but for its
  * counters, which the metrics page reads (listen_report_add), and its

@@ -11,8 +11,10 @@
  * least one segment's worth and a sixteenth of its receive buffer are free
  * (RFC 1122's silly window avoidance, as Linux does it), so a slow reader
  * shows its reading in steps of up to its whole receive buffer
- * (docs/decisions.md, "WebSockets", has them measured). TCP only: any other
- * socket shows nothing. Knows nothing of frames or of h2o.
+ * (docs/decisions.md, "WebSockets", says what notesd promises because of it;
+ * test_ws.py holds a slow steady reader to that promise). TCP only: any
+ * other socket shows nothing.
+ * Knows nothing of frames or of h2o.
  */
 #ifndef NOTESD_WS_PROGRESS_H
 #define NOTESD_WS_PROGRESS_H

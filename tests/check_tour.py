@@ -17,7 +17,10 @@ checks the ones that name something:
     removed function fails here;
   - a name placed in a file, as in "`on_accept` (listen.c)" or "`resolve_hosts`
     in pgparams.c", must occur in that file, so a function that moved to
-    another file fails too.
+    another file fails too;
+  - the table of layers, rows "| N | `mod`, `mod` | ... |", must list the
+    modules of each line of LAYERS, in its order, and every line, so a module
+    added to LAYERS is added to the tour.
 
 Anything else in backticks (a request line, a header, a flag, an expression)
 is prose and is not checked. Each name that is missing is printed with its
@@ -135,7 +138,30 @@ def check(readme, root, tests=HERE):
             with open(path) as f:
                 if name not in re.findall(IDENT, f.read()):
                     problems.append(f"{readme}:{number}: `{name}` is not in {filename}")
-    return problems, checked
+    return problems + layer_problems(readme, text, root), checked
+
+
+LAYER_ROW = re.compile(r"^\| (\d+) \| ((?:`\w+`(?:, )?)+) \|")
+
+
+def layer_problems(readme, text, root):
+    """The tour's table of layers against LAYERS, when the page has one."""
+    path = os.path.join(root, "LAYERS")
+    rows = [(number, int(m.group(1)), re.findall(r"`(\w+)`", m.group(2)))
+            for number, line in enumerate(text.splitlines(), 1)
+            for m in [LAYER_ROW.match(line)] if m]
+    if not rows or not os.path.isfile(path):
+        return []
+    with open(path) as f:
+        layers = [line.split() for line in f if line.strip() and not line.startswith("#")]
+    problems = [f"{readme}:{number}: layer {n} lists {', '.join(mods)}; LAYERS has "
+                f"{', '.join(layers[n]) if n < len(layers) else 'no such line'}"
+                for number, n, mods in rows if n >= len(layers) or mods != layers[n]]
+    missing = sorted(set(range(len(layers))) - {n for _, n, _ in rows})
+    if missing:
+        problems.append(f"{readme}: the table of layers has no row for layer(s) "
+                        f"{', '.join(map(str, missing))} of LAYERS")
+    return problems
 
 
 def main():

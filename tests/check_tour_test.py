@@ -9,7 +9,8 @@ import tempfile
 
 CHECKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_tour.py")
 SOURCES = {"a.c": "int alpha_begin(void) { return 0; }\n",
-           "b.h": "struct beta { int gamma; } *b;\n"}
+           "b.h": "struct beta { int gamma; } *b;\n",
+           "LAYERS": "# bottom first\na\nb c\n"}
 failures = 0
 
 
@@ -42,4 +43,8 @@ expect("a_missing_name_is_named", "one\n`alpha_end` is gone\n", 1, "README.md:2"
 expect("a_missing_file_is_named", "`c.c` and `diagrams/x.svg`\n", 1, "c.c", "no such file")
 expect("a_misplaced_name_is_named", "`alpha_begin` (b.h)\n", 1, "`alpha_begin` is not in b.h")
 expect("a_name_in_a_fence_is_not_checked", "```\n`nowhere`\n```\n", 0, "every one exists")
+expect("layers_as_in_LAYERS_pass", "| 0 | `a` | x |\n| 1 | `b`, `c` | y |\n", 0, "every one exists")
+expect("a_module_missing_from_a_layer_is_named", "| 0 | `a` | x |\n| 1 | `b` | y |\n", 1,
+       "README.md:2: layer 1 lists b; LAYERS has b, c")
+expect("a_layer_missing_from_the_table_is_named", "| 0 | `a` | x |\n", 1, "no row for layer(s) 1")
 sys.exit(1 if failures else 0)

@@ -33,7 +33,8 @@ FILES = ["bin/notesd", "share/man/man8/notesd.8.gz", "lib/systemd/system/notesd.
          "share/notesd/sql/pg_stat_statements.sql", "share/notesd/static/app.min.js",
          "share/doc/notesd/copyright", "share/doc/notesd/changelog.Debian.gz",
          "share/doc/notesd/install.md.gz", "share/doc/notesd/configuration.md.gz",
-         "share/doc/notesd/api.md.gz", "share/doc/notesd/metrics.md.gz",
+         "share/doc/notesd/api.md.gz", "share/doc/notesd/api-reference.md.gz",
+         "share/doc/notesd/metrics.md.gz",
          "share/doc/notesd/decisions.md.gz", "share/doc/notesd/journal.md.gz"]
 
 

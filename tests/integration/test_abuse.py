@@ -12,7 +12,8 @@ each one the test asserts
   - what the abuse may pin: the database work a reset stream causes, the memory a
     flood or a slow reader holds, the time a slow sender keeps its connection.
 
-Every figure is printed ("figure: ..."); docs/decisions.md quotes them.
+Every figure is printed ("figure: ..."): the run's output is their record, and
+docs/decisions.md ("Hostile clients") says why the bounds are what they are.
 
     NOTESD_BIN=build/notesd NOTESD_PGSTATE=... /usr/bin/python3 tests/integration/test_abuse.py
 """

@@ -51,6 +51,23 @@ class ConfigTest(unittest.TestCase):
         for needed in ("DB_URL", "PORT", "HOST", "POOL_MAX", "METRICS_PORT", "LAG_INTERVAL_MS"):
             self.assertIn(needed, envs)
 
+    def test_help_is_the_settings_table_without_its_markup(self):
+        # One description per setting (server/config.c): the table prints it as
+        # Markdown, --help as plain text, leaving out its pointers to the docs.
+        res = run(["--help"])
+        self.assertNotIn("`", res.stdout)
+        self.assertNotIn("](", res.stdout)
+        said = dict(re.findall(r"^  --([a-z0-9-]+)(?: VALUE)?\s+[A-Z0-9_]+\s+(.*?)(?: \[[^\]]*\])?$",
+                               res.stdout, re.M))
+        rows = doc_table("configuration.md", "## Settings", "flag")
+        self.assertGreater(len(rows), 30)
+        for row in rows:
+            flag = row[0].strip("`").lstrip("-")
+            text = re.sub(r" \(`-?[0-9]+` to `[0-9]+`\)$", "", row[3])  # the range docgen appends
+            text = re.sub(r" \(see \[[^\]]*\]\([^)]*\)\)", "", text)
+            text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text).replace("`", "")
+            self.assertEqual(said.get(flag), text, flag)
+
     def test_documented_metrics_table_matches_the_metrics_page(self):
         server = Notesd(self.db_url)
         try:

@@ -38,7 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "loadtests"))
 
-from loadlib.commands.harness.command import write_openmetrics  # noqa: E402
+from loadlib.commands.harness.harness_command import write_openmetrics  # noqa: E402
 
 BACKFILL = os.path.join(REPO, "docker", "replay", "backfill.sh")
 FIX = os.path.join(REPO, "loadtests", "tests", "fixtures")

@@ -22,20 +22,20 @@ PROG = "notesd-loadtests"
 # name -> (the module whose main(argv) runs it, what it does, the script that runs it by path);
 # --help lists them in this order
 COMMANDS = {
-    "harness": ("loadlib.commands.harness.command",
+    "harness": ("loadlib.commands.harness.harness_command",
                 "the runtime comparison: notesd and the Express peer, same load", "run.sh"),
     "analyze": ("loadlib.commands.harness.analyze",
                 "the harness's report, again, from a results directory", "harness/analyze.py"),
-    "reconcile": ("loadlib.commands.reconcile.command",
+    "reconcile": ("loadlib.commands.reconcile.reconcile_command",
                   "a load tool's counts and latency against the server's /metrics", "reconcile"),
-    "verify": ("loadlib.commands.verify.command",
+    "verify": ("loadlib.commands.verify.verify_command",
                "does a target implement the notes API, and run its queries?", "verify"),
-    "calibrate": ("loadlib.commands.calibrate.command",
+    "calibrate": ("loadlib.commands.calibrate.calibrate_command",
                   "the load tools against what notesd knows: latency, counts, the scorecard",
                   "calibrate"),
-    "bench": ("loadlib.commands.bench.command",
+    "bench": ("loadlib.commands.bench.bench_command",
               "notesd against its limits and its peers; --compare REV: two builds", "bench"),
-    "judge": ("loadlib.commands.judge.command",
+    "judge": ("loadlib.commands.judge.judge_command",
               "any load tool judged from the server's side: a verdict and a page", "judge"),
 }
 

@@ -6,7 +6,7 @@ delay on each link, entering a namespace, and removing all of it again.
 Owns the plan (pure: names, addresses, the ip/tc command lines) and carrying it out
 and undoing it. Which addresses load may go to is netcheck.py's (it accepts these
 namespaces' addresses only while they exist); what runs inside them is the
-benchmark's (commands/bench/netns.py).
+benchmark's (commands/bench/bench_netns.py).
 
 Two ways to delay a link:
   netem      veth pairs, with `tc qdisc add dev X root netem delay D limit N` on both

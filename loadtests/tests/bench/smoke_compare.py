@@ -22,7 +22,7 @@ import tempfile
 import time
 
 from loadlib import stats
-from loadlib.commands.bench import compare_report as figures
+from loadlib.commands.bench import compare_report
 from tests import LOADTESTS
 
 ROUNDS = 8
@@ -71,7 +71,7 @@ def main():
         fail(f"the two sides are different commits: {sides}")
     if "removed" not in sides["A"]["source"] or "removed" not in sides["B"]["source"]:
         fail(f"both sides should come from a temporary tree: {sides}")
-    rows = {(r["case"], r["figure"]): r for r in figures.comparison_rows(data)}
+    rows = {(r["case"], r["figure"]): r for r in compare_report.comparison_rows(data)}
     rps = rows[("read", "rps")]
     if rps["n"] != ROUNDS:
         fail(f"{rps['n']} valid pairs of {ROUNDS}: {[r.get('invalid_reason') for r in data['runs']]}")
@@ -80,11 +80,11 @@ def main():
     for key in ("cpu_us_per_req", "db_cpu_us_per_req", "startup_ms"):
         if rows[("read", key)]["n"] != ROUNDS or rows[("read", key)]["ratio"] is None:
             fail(f"{key} was not compared: {rows[('read', key)]}")
-    instructions = figures.instruction_rows(data["callgrind"])
+    instructions = compare_report.instruction_rows(data["callgrind"])
     if [r["path"] for r in instructions] != ["/json", "/notes/1"]:
         fail(f"no instruction counts: {data['callgrind']}")
     for r in instructions:
-        if r["verdict"] != "no difference" or abs(r["ratio"] - 1) > figures.INSTRUCTION_RESOLUTION:
+        if r["verdict"] != "no difference" or abs(r["ratio"] - 1) > compare_report.INSTRUCTION_RESOLUTION:
             fail(f"GET {r['path']}: identical builds, {r['a']['median']:.0f} against "
                  f"{r['b']['median']:.0f} instructions per request ({r['verdict']})")
     if "indicative only" not in report or "## Verdicts" not in report:

@@ -28,11 +28,11 @@ import unittest
 import xml.etree.ElementTree as ET
 
 from loadlib import charts, mixes, netcheck, netns, pg, pgbench
-from loadlib.commands.bench import command as bench_main
-from loadlib.commands.bench import figures as report
+from loadlib.commands.bench import bench_command
+from loadlib.commands.bench import bench_figures
 from loadlib.commands.bench import headline as bench_headline
-from loadlib.commands.bench import netns as bench_netns
-from loadlib.commands.bench import report as bench_report
+from loadlib.commands.bench import bench_netns
+from loadlib.commands.bench import bench_report
 from loadlib.commands.bench import sweep as bench_sweep
 from loadlib.commands.bench import subjects as bench
 from tests import LOADTESTS, REPO
@@ -113,17 +113,17 @@ class Parsing(unittest.TestCase):
             self.assertEqual(pgbench.pgbench_log_latencies([path]), [1.0, 2.0, 3.0])
 
     def test_spread(self):
-        self.assertAlmostEqual(report.spread([90, 100, 110]), 0.2)
-        self.assertIsNone(report.spread([5]))
+        self.assertAlmostEqual(bench_figures.spread([90, 100, 110]), 0.2)
+        self.assertIsNone(bench_figures.spread([5]))
 
 
 def run(label, test, rps, p99, cpu, rss_mib=10, valid=True, rnd=1, lag=None, uss_mib=None):
     subject = label.split("@")[0]
     return {"round": rnd, "subject": subject, "label": label, "threads": 1, "test": test,
             "valid": valid, "rps": rps, "p50_ms": p99 / 2, "p99_ms": p99,
-            "cpu_us_per_req": cpu, "rss_peak_bytes": rss_mib * report.MIB,
-            "uss_peak_bytes": uss_mib * report.MIB if uss_mib else None,
-            "pss_peak_bytes": (uss_mib + 1) * report.MIB if uss_mib else None,
+            "cpu_us_per_req": cpu, "rss_peak_bytes": rss_mib * bench_figures.MIB,
+            "uss_peak_bytes": uss_mib * bench_figures.MIB if uss_mib else None,
+            "pss_peak_bytes": (uss_mib + 1) * bench_figures.MIB if uss_mib else None,
             "lag_mean_ms": lag, "other_cores": 0.0}
 
 
@@ -151,7 +151,7 @@ class Figures(unittest.TestCase):
         self.startups += [{"label": "notesd-prepared", "subject": "notesd-prepared",
                            "threads": 1, "round": 0, "series": i, "startup_ms": ms}
                           for i, ms in enumerate((30.0, 24.0, 18.0), 1)]
-        self.summary = report.summarize(self.runs, self.startups)
+        self.summary = bench_figures.summarize(self.runs, self.startups)
 
     def test_medians_skip_invalid_rounds(self):
         e = self.summary["notesd"]["json"]
@@ -160,12 +160,12 @@ class Figures(unittest.TestCase):
         self.assertEqual(e["rps"]["median"], 96)
 
     def test_best_peer_per_figure(self):
-        self.assertEqual(report.best_peer(self.summary, "json", "rps"), ("bun", 30))
-        self.assertEqual(report.best_peer(self.summary, "json", "p99_ms"), ("deno", 8.0))
-        self.assertEqual(report.best_peer(self.summary, "json", "cpu_us_per_req"), ("bun", 40))
+        self.assertEqual(bench_figures.best_peer(self.summary, "json", "rps"), ("bun", 30))
+        self.assertEqual(bench_figures.best_peer(self.summary, "json", "p99_ms"), ("deno", 8.0))
+        self.assertEqual(bench_figures.best_peer(self.summary, "json", "cpu_us_per_req"), ("bun", 40))
 
     def test_targets(self):
-        rows = report.target_rows(self.summary, ["json", "read"], self.runs)
+        rows = bench_figures.target_rows(self.summary, ["json", "read"], self.runs)
         by = {(r["target"], r["test"], r["subject"]): r for r in rows}
         r = by[("req/s ≥ 90% of h2o's static ceiling", "json", "notesd")]
         self.assertAlmostEqual(r["value"], 0.96)
@@ -201,26 +201,26 @@ class Figures(unittest.TestCase):
                           "notesd-prepared"), by)
 
     def test_missing_figures_are_na(self):
-        rows = report.target_rows(report.summarize([], []), ["json"])
+        rows = bench_figures.target_rows(bench_figures.summarize([], []), ["json"])
         self.assertTrue(all(r["result"] == "n/a" for r in rows))
 
     def test_within_noise(self):
-        self.assertTrue(report.within_noise({"n": 3, "min": 0.85, "max": 0.97}, 0.9))
-        self.assertFalse(report.within_noise({"n": 3, "min": 0.91, "max": 0.97}, 0.9))
-        self.assertFalse(report.within_noise({"n": 1, "min": 0.85, "max": 0.85}, 0.9))
-        self.assertFalse(report.within_noise(None, 0.9))
+        self.assertTrue(bench_figures.within_noise({"n": 3, "min": 0.85, "max": 0.97}, 0.9))
+        self.assertFalse(bench_figures.within_noise({"n": 3, "min": 0.91, "max": 0.97}, 0.9))
+        self.assertFalse(bench_figures.within_noise({"n": 1, "min": 0.85, "max": 0.85}, 0.9))
+        self.assertFalse(bench_figures.within_noise(None, 0.9))
 
     def test_round_ratio_pairs_rounds(self):
         runs = [run("notesd", "json", 90, 1, 10, rnd=1), run("notesd", "json", 120, 1, 10, rnd=2),
                 run("h2o", "json", 100, 1, 9, rnd=1), run("h2o", "json", 100, 1, 9, rnd=3)]
-        st = report.round_ratio(report.round_index(runs), ("notesd", "json", "rps"),
+        st = bench_figures.round_ratio(bench_figures.round_index(runs), ("notesd", "json", "rps"),
                                 ("h2o", "json", "rps"))
         self.assertEqual((st["n"], st["median"]), (1, 0.9))   # only round 1 has both
 
     def test_headline_rows_have_ranges(self):
         runs = self.runs + [run("h2o", "json", 110, 1.0, 9, rnd=3), run("notesd", "json", 99, 1, 10,
                                                                          rnd=3)]
-        summary = report.summarize(runs, self.startups)
+        summary = bench_figures.summarize(runs, self.startups)
         rows = {(r["subject"], r["test"]): r for r in
                 bench_headline.headline_rows(summary, runs, ["json", "read"])}
         r = rows[("notesd", "json")]
@@ -245,8 +245,8 @@ class Figures(unittest.TestCase):
                 "host": {"cpu_model": "x", "cpus": 2, "kernel": "k", "loadavg": ["0"]},
                 "notesd": {"path": "build/notesd", "sha256": "0" * 64}, "git": "abc",
                 "layout": "l", "versions": {"wrk": "4.1.0"}}
-        text = bench_report.bench_markdown(meta, self.summary, report.ratio_rows(self.summary, ["json"]),
-                               report.target_rows(self.summary, ["json", "read"], self.runs), [],
+        text = bench_report.bench_markdown(meta, self.summary, bench_figures.ratio_rows(self.summary, ["json"]),
+                               bench_figures.target_rows(self.summary, ["json", "read"], self.runs), [],
                                self.runs, [])
         self.assertIn("| req/s ≥ 90% of h2o's static ceiling | notesd | json | 0.96 | 0.95–0.97 |",
                       text)
@@ -302,13 +302,13 @@ class PgbenchLimits(unittest.TestCase):
                     os.unlink(f.name)
 
     def test_limits_of_each_notesd_variant(self):
-        self.assertEqual(report.limit_of("notesd", "read"), "pgbench")
-        self.assertEqual(report.limit_of("notesd-prepared", "read"), "pgbench-prepared")
+        self.assertEqual(bench_figures.limit_of("notesd", "read"), "pgbench")
+        self.assertEqual(bench_figures.limit_of("notesd-prepared", "read"), "pgbench-prepared")
         # every variant is held against the pgbench of its own layout: client on CPU 1
-        self.assertEqual(report.limit_of("notesd-pipeline", "read"), "pgbench-pipeline-servercore")
-        self.assertEqual(report.limit_of("notesd-prepared-pipeline", "write"),
+        self.assertEqual(bench_figures.limit_of("notesd-pipeline", "read"), "pgbench-pipeline-servercore")
+        self.assertEqual(bench_figures.limit_of("notesd-prepared-pipeline", "write"),
                          "pgbench-prepared-pipeline-servercore")
-        self.assertEqual(report.limit_of("notesd-pipeline", "json"), "h2o")
+        self.assertEqual(bench_figures.limit_of("notesd-pipeline", "json"), "h2o")
 
 
 def dbrun(label, test, rps, db_us, wrk_us=None, rnd=1):
@@ -326,10 +326,10 @@ class Ceiling(unittest.TestCase):
         self.assertIn("pg_stat_statements", pg.SYNC_COUNTS_SQL)
 
     def test_model(self):
-        self.assertAlmostEqual(report.ceiling(35.0, 15.0), 20000.0)
-        self.assertIsNone(report.ceiling(None, 15.0))
-        self.assertIsNone(report.ceiling(35.0, None))
-        self.assertIsNone(report.ceiling(0.0, 0.0))
+        self.assertAlmostEqual(bench_figures.ceiling(35.0, 15.0), 20000.0)
+        self.assertIsNone(bench_figures.ceiling(None, 15.0))
+        self.assertIsNone(bench_figures.ceiling(35.0, None))
+        self.assertIsNone(bench_figures.ceiling(0.0, 0.0))
 
     def setUp(self):
         self.runs = [
@@ -345,11 +345,11 @@ class Ceiling(unittest.TestCase):
             dict(dbrun("pgbench-prepared-pipeline-servercore", "read", 40000, 20),
                  queries_per_sync=16.0),
         ]
-        self.summary = report.summarize(self.runs, [])
+        self.summary = bench_figures.summarize(self.runs, [])
 
     def test_rows(self):
         rows = {(r["subject"], r["test"]): r
-                for r in report.ceiling_rows(self.summary, ["read"], self.runs)}
+                for r in bench_figures.ceiling_rows(self.summary, ["read"], self.runs)}
         r = rows[("notesd", "read")]
         # notesd wakes PostgreSQL from CPU 1: the pgbench that does the same sets its ceiling
         self.assertEqual(r["pg_us_from"], "pgbench")
@@ -377,7 +377,7 @@ class Ceiling(unittest.TestCase):
         self.assertIsNone(rows[("notesd", "read")]["queries_per_sync"])
 
     def test_pipelined_targets(self):
-        rows = report.target_rows(self.summary, ["read"], self.runs)
+        rows = bench_figures.target_rows(self.summary, ["read"], self.runs)
         by = {(r["target"], r["subject"], r["test"]): r for r in rows}
         r = by[("--prepared --pipeline 16 req/s ≥ 1.15× --prepared", "notesd-prepared-pipeline",
                 "read")]
@@ -394,7 +394,7 @@ class Ceiling(unittest.TestCase):
                           "notesd-pipeline", "read"), by)               # not measured
 
     def test_section_renders_with_skip(self):
-        rows = report.ceiling_rows(self.summary, ["read"], self.runs)
+        rows = bench_figures.ceiling_rows(self.summary, ["read"], self.runs)
         text = bench_report.ceiling_section(rows, {"notesd-pipeline": "no --pipeline"})
         self.assertIn("ceiling of notesd's layout req/s", text)
         self.assertIn("| notesd | unnamed (-M extended) | read | 7,250 | 6,000 | 135 | 122 | +12.5 "
@@ -408,8 +408,8 @@ class Ceiling(unittest.TestCase):
     def test_unsaturated_database_core_is_flagged(self):
         runs = [dict(r, cpu_busy={"0": {"busy": 0.8}}) if r["label"] == "pgbench" else r
                 for r in self.runs]
-        summary = report.summarize(runs, [])
-        text = bench_report.ceiling_section(report.ceiling_rows(summary, ["read"], runs), {})
+        summary = bench_figures.summarize(runs, [])
+        text = bench_report.ceiling_section(bench_figures.ceiling_rows(summary, ["read"], runs), {})
         self.assertIn("⚠ CPU 0 was less than 95% busy in pgbench read (80%)", text)
 
 
@@ -559,7 +559,7 @@ def report_again(json_path):
     """--report-from json_path, as a user runs it; its stdout."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        status = bench_main.main(["--report-from", json_path])
+        status = bench_command.main(["--report-from", json_path])
     assert status == 0, status
     return out.getvalue()
 
@@ -576,10 +576,10 @@ class Reports(unittest.TestCase):
             run_json, run_md = os.path.join(d, "bench.json"), os.path.join(d, "report.md")
             with open(run_json, "w") as f:
                 json.dump(data, f)
-            text = bench_main.write_report(data, run_json, run_md)   # what a run's finish() does
+            text = bench_command.write_bench_report(data, run_json, run_md)   # what a run's finish() does
             with open(run_md) as f:
                 written = f.read()
-            self.assertEqual(written, bench_main.generated_header("bench.json") + text)
+            self.assertEqual(written, bench_command.generated_header("bench.json") + text)
             self.assertTrue(GENERATED.match(written), written.splitlines()[0])
             self.assertTrue(text.startswith("# notesd benchmark — "), text[:80])
             os.remove(run_md)
@@ -591,7 +591,7 @@ class Reports(unittest.TestCase):
             shutil.copy(run_json, named)
             report_again(named)
             with open(os.path.join(d, "kept.md")) as f:
-                self.assertEqual(f.read(), bench_main.generated_header("kept.json") + text)
+                self.assertEqual(f.read(), bench_command.generated_header("kept.json") + text)
 
     def test_the_committed_reports_are_what_their_data_makes(self):
         """Every report in bench.d that bench generated (its first line says so) is what
@@ -635,14 +635,14 @@ class PrivateDatabase(unittest.TestCase):
         env = dict(os.environ)
         env.pop("NOTESD_PGPORT", None)
         env.pop("NOTESD_PGDATA", None)
-        chosen = bench_main.private_database_env(env)
+        chosen = bench_command.private_database_env(env)
         self.assertNotIn("NOTESD_PGPORT", chosen)
         self.assertEqual(chosen["NOTESD_PGDATA"], "/tmp/bench-pg/pgdata")
         env.update(chosen)
         self.assertNotIn("NOTESD_PGPORT", env)
         # what the user names is kept
         env = {"NOTESD_PGPORT": "6543", "NOTESD_PGDATA": "/srv/pg"}
-        env.update(bench_main.private_database_env(env))
+        env.update(bench_command.private_database_env(env))
         self.assertEqual(env, {"NOTESD_PGPORT": "6543", "NOTESD_PGDATA": "/srv/pg"})
 
 

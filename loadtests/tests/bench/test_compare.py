@@ -19,7 +19,7 @@ import types
 import unittest
 
 from loadlib.commands.bench import compare as bench_compare
-from loadlib.commands.bench import compare_report as figures
+from loadlib.commands.bench import compare_report
 from loadlib.commands.bench import revisions as bench_revisions
 
 
@@ -186,14 +186,14 @@ class Figures(unittest.TestCase):
         self.data = compare_data(runs, self.cases)
 
     def rows(self):
-        return {(r["case"], r["figure"]): r for r in figures.comparison_rows(self.data)}
+        return {(r["case"], r["figure"]): r for r in compare_report.comparison_rows(self.data)}
 
     def test_pairs_need_both_sides_valid(self):
-        a, b, rounds = figures.paired(self.data["runs"], "json", "rps")
+        a, b, rounds = compare_report.paired(self.data["runs"], "json", "rps")
         self.assertEqual(rounds, list(range(1, 9)))
         data = copy.deepcopy(self.data)
         data["runs"][0]["valid"] = False            # round 1, json, A
-        self.assertEqual(figures.paired(data["runs"], "json", "rps")[2], list(range(2, 9)))
+        self.assertEqual(compare_report.paired(data["runs"], "json", "rps")[2], list(range(2, 9)))
 
     def test_verdicts(self):
         rows = self.rows()
@@ -205,11 +205,11 @@ class Figures(unittest.TestCase):
         self.assertNotIn(("json", "uss_peak_bytes"), rows)        # not sampled in these runs
         self.assertNotIn(("json", "queries_per_sync"), rows)      # no database on /json
         r = rows[("read", "queries_per_sync")]
-        self.assertEqual(figures.verdict_words(r), "more queries per sync")
+        self.assertEqual(compare_report.verdict_words(r), "more queries per sync")
         self.assertAlmostEqual(r["ratio"], 6.0, delta=0.2)
         r = rows[("read", "uss_peak_bytes")]
         self.assertEqual(r["verdict"], "slower")
-        self.assertEqual(figures.verdict_words(r), "more memory")
+        self.assertEqual(compare_report.verdict_words(r), "more memory")
         self.assertAlmostEqual(r["a"]["median"], 3.5, delta=0.01)   # in MiB
         # the machine moved each side by ±30%, the pairs by ±1%: the pairing takes it out
         r = rows[("json", "rps")]
@@ -218,8 +218,8 @@ class Figures(unittest.TestCase):
         self.assertLess(r["plus_minus"], 0.03)
 
     def test_report_is_reproducible_from_bench_json(self):
-        one = figures.compare_markdown(self.data)
-        self.assertEqual(one, figures.compare_markdown(copy.deepcopy(self.data)))
+        one = compare_report.compare_markdown(self.data)
+        self.assertEqual(one, compare_report.compare_markdown(copy.deepcopy(self.data)))
         self.assertIn("- **A: slower** on read req/s (0.9", one)
         self.assertIn("- **A: more memory** on read peak private memory (USS) MiB", one)
         self.assertIn("| json | req/s |", one)
@@ -229,7 +229,7 @@ class Figures(unittest.TestCase):
         self.assertNotIn("indicative only", one)
         data = copy.deepcopy(self.data)
         data["meta"]["quick"] = True
-        self.assertIn("indicative only", figures.compare_markdown(data))
+        self.assertIn("indicative only", compare_report.compare_markdown(data))
 
 
 class Instructions(unittest.TestCase):
@@ -238,7 +238,7 @@ class Instructions(unittest.TestCase):
                 "A": {"/notes/1": a}, "B": {"/notes/1": b}}
 
     def verdict(self, a, b):
-        return figures.instruction_rows(self.callgrind(a, b))[0]
+        return compare_report.instruction_rows(self.callgrind(a, b))[0]
 
     def test_identical_builds_within_the_resolution(self):
         # what two builds of the same code gave: rounds apart by ~0.1%
@@ -259,11 +259,11 @@ class Instructions(unittest.TestCase):
 
     def test_section(self):
         data = compare_data([], [], self.callgrind([7840.0], [7840.0]))
-        text = figures.compare_markdown(data)
+        text = compare_report.compare_markdown(data)
         self.assertIn("| GET /notes/1 | 7,840 | 7,840 | 1.0000 | ±0.25% | no difference |", text)
         self.assertIn("instructions per request, GET /notes/1: 7,840 against 7,840", text)
         data["callgrind"] = {"error": "exit 1: valgrind: no such file"}
-        self.assertIn("callgrind failed: exit 1", figures.compare_markdown(data))
+        self.assertIn("callgrind failed: exit 1", compare_report.compare_markdown(data))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import tempfile
 import unittest
 
 
-from loadlib.commands.calibrate import command
+from loadlib.commands.calibrate import calibrate_command
 from loadlib.commands.calibrate import matrix as m
 from loadlib.commands.calibrate import verdicts as v
 from loadlib.commands.calibrate import scorecard as sc
@@ -381,7 +381,7 @@ class Scorecard(unittest.TestCase):
                 self.assertIn("## WebSocket column", written)
                 os.remove(os.path.join(folder, name))
                 with contextlib.redirect_stdout(io.StringIO()):
-                    self.assertEqual(command.main(["--report-from",
+                    self.assertEqual(calibrate_command.main(["--report-from",
                                                    os.path.join(folder, source)]), 0)
                 with open(os.path.join(folder, name)) as f:
                     self.assertEqual(f.read(), written, name)

@@ -16,7 +16,7 @@ import xml.dom.minidom
 
 from loadlib import charts, cli, netcheck
 from loadlib.commands.harness import analyze
-from loadlib.commands.harness import command as run
+from loadlib.commands.harness import harness_command as run
 from tests import FIXTURES, LOADTESTS
 
 FIX = FIXTURES

@@ -14,7 +14,7 @@ import unittest
 import numpy as np
 
 from loadlib import journal, journal_pages
-from loadlib.commands.judge import command, figures, page
+from loadlib.commands.judge import judge_command, judge_figures, page
 from loadlib.judgement import Model
 from loadlib.tools.base import Latency, ToolResult
 
@@ -45,7 +45,7 @@ def names(result):
 class Models(unittest.TestCase):
     def test_an_open_rate_kept(self):
         cols = columns(T0 + np.arange(1000) * 5000)               # 200/s for 5 s
-        result = figures.judge(cols, Model(kind="open", rate=200, connections=10,
+        result = judge_figures.judge(cols, Model(kind="open", rate=200, connections=10,
                                            duration_s=5), counted=1000)
         checks = names(result)
         self.assertEqual((result["verdict"], result["requests"]), ("PASS", 1000))
@@ -59,23 +59,23 @@ class Models(unittest.TestCase):
         grid = np.arange(0, 5, 1e-4)
         integral = np.cumsum(np.interp(grid, [0, 3, 5], [50, 250, 250])) * 1e-4
         arrivals = T0 + (grid[np.searchsorted(integral, np.arange(1, integral[-1]))] * 1e6)
-        result = figures.judge(columns(arrivals.astype(np.int64)), m)
+        result = judge_figures.judge(columns(arrivals.astype(np.int64)), m)
         self.assertEqual(names(result)["schedule"]["verdict"], "PASS", names(result)["schedule"])
-        flat = names(figures.judge(columns(T0 + np.arange(900) * 5500), m))["schedule"]
+        flat = names(judge_figures.judge(columns(T0 + np.arange(900) * 5500), m))["schedule"]
         self.assertEqual(flat["verdict"], "FAIL", flat)
         self.assertIn("off the ramp", flat["reason"])
 
     def test_a_closed_model_and_none(self):
         cols = columns(T0 + np.arange(5000) * 100, conns=4, held_us=90)
-        closed = figures.judge(cols, Model(kind="closed", connections=4, requests=5000))
+        closed = judge_figures.judge(cols, Model(kind="closed", connections=4, requests=5000))
         self.assertEqual(closed["verdict"], "PASS", closed["checks"])
         self.assertEqual(names(closed)["schedule"]["figures"]["most_at_once"], 4)
-        undeclared = figures.judge(cols, Model())
+        undeclared = judge_figures.judge(cols, Model())
         self.assertEqual(undeclared["verdict"], "WARN")
         self.assertIn("no model declared", names(undeclared)["schedule"]["reason"])
 
     def test_nothing_reached_the_server(self):
-        result = figures.judge(columns([]), Model(kind="open", rate=10))
+        result = judge_figures.judge(columns([]), Model(kind="open", rate=10))
         self.assertEqual((result["verdict"], result["requests"]), ("FAIL", 0))
 
 
@@ -84,19 +84,19 @@ class Claims(unittest.TestCase):
         args = argparse.Namespace(claimed_requests=None, claimed_p50=None, claimed_p99=2.0,
                                   claimed_rate=None)
         tool = ToolResult(tool="x", requests=990, rps=198.0, latency=Latency(p50=0.5, p99=9.0))
-        self.assertEqual(command.claims_of(args, tool),
+        self.assertEqual(judge_command.claims_of(args, tool),
                          {"requests": 990, "p50": 0.5, "p99": 2.0, "rate": 198.0})
 
     def test_claims_judged_in_the_run(self):
         cols = columns(T0 + np.arange(1000) * 5000, held_us=20_000)      # held 20 ms each
-        result = figures.judge(cols, Model(kind="open", rate=200),
+        result = judge_figures.judge(cols, Model(kind="open", rate=200),
                                claims={"requests": 1100, "p50": 5.0, "p99": 25.0, "rate": 260})
         checks = names(result)
         self.assertEqual(checks["claimed_requests"]["verdict"], "FAIL")
         self.assertEqual(checks["claimed_p50"]["verdict"], "FAIL")      # below the server's 20
         self.assertEqual(checks["claimed_p99"]["verdict"], "PASS")
         self.assertEqual(checks["claimed_rate"]["verdict"], "FAIL")
-        self.assertEqual(command.EXIT[result["verdict"]], 1)
+        self.assertEqual(judge_command.EXIT[result["verdict"]], 1)
 
 
 class Logs(unittest.TestCase):
@@ -136,7 +136,7 @@ class Logs(unittest.TestCase):
         log = journal.log_columns([{"start_us": int(t) - 50, "latency_ms": 0.3,
                                     "request_id": f"r{i}"} for i, t in enumerate(arrivals)
                                    if i != 7])
-        result = figures.judge(columns(arrivals), Model(kind="open", rate=200), log=log)
+        result = judge_figures.judge(columns(arrivals), Model(kind="open", rate=200), log=log)
         j = names(result)["join"]
         self.assertEqual((j["figures"]["by"], j["figures"]["matched"],
                           j["figures"]["server_only"]), ("request id", 199, 1))
@@ -150,12 +150,12 @@ class Outputs(unittest.TestCase):
         arrivals = T0 + np.cumsum(rng.exponential(100, 200_000)).astype(np.int64)  # 10,000/s
         cols = columns(arrivals)
         m = Model(kind="open", rate=10_000, duration_s=20)
-        result = figures.judge(cols, m)
+        result = judge_figures.judge(cols, m)
         result.update(model=m.to_dict(), server="http://127.0.0.1:1",
-                      series=figures.pictures(cols, m))
+                      series=judge_figures.pictures(cols, m))
         s = result["series"]
         points = len(s["arrivals"]["t_s"])          # not a wall-clock limit: a chart's points
-        self.assertLessEqual(points, figures.CHART_POINTS + 1)
+        self.assertLessEqual(points, judge_figures.CHART_POINTS + 1)
         self.assertEqual(len(s["gaps"]["seen"]), 40)
         self.assertEqual(sum(s["gaps"]["seen"]), len(arrivals) - 1)
         text = page.summary_text(result)

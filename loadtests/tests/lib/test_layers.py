@@ -83,23 +83,23 @@ LAYERS = [
     {"sampler", "tools.run", "tools.locust_distributed", "stats", "journal"},
     {"tools.ws_run", "judgement"},
     # the commands' parts, in the order they build on each other
-    {"commands.harness.figures", "commands.harness.arrivals", "commands.bench.figures",
-     "commands.calibrate.report",
-     "commands.calibrate.runs", "commands.calibrate.target",
+    {"commands.harness.harness_figures", "commands.harness.arrivals", "commands.bench.bench_figures",
+     "commands.calibrate.calibrate_report",
+     "commands.calibrate.calibrate_runs", "commands.calibrate.calibrate_target",
      "commands.calibrate.verdicts", "commands.reconcile.client", "commands.verify.js",
-     "commands.judge.figures", "commands.judge.collect", "commands.judge.page"},
-    {"commands.harness.report", "commands.bench.report", "commands.bench.subjects",
-     "commands.calibrate.matrix", "commands.verify.target", "commands.calibrate.ws",
+     "commands.judge.judge_figures", "commands.judge.collect", "commands.judge.page"},
+    {"commands.harness.harness_report", "commands.bench.bench_report", "commands.bench.subjects",
+     "commands.calibrate.matrix", "commands.verify.verify_target", "commands.calibrate.ws",
      "commands.bench.headline", "commands.bench.compare_report"},
-    {"commands.harness.analyze", "commands.bench.runs", "commands.bench.setup",
+    {"commands.harness.analyze", "commands.bench.bench_runs", "commands.bench.setup",
      "commands.bench.revisions", "commands.calibrate.protocols", "commands.calibrate.scorecard",
      "commands.verify.api",
      "commands.verify.work"},
-    {"commands.bench.sweep", "commands.bench.netns", "commands.bench.compare",
+    {"commands.bench.sweep", "commands.bench.bench_netns", "commands.bench.compare",
      "commands.calibrate.scorecard_page"},
     # the commands: main(argv) of each
-    {"commands.harness.command", "commands.bench.command", "commands.verify.command",
-     "commands.calibrate.command", "commands.reconcile.command", "commands.judge.command"},
+    {"commands.harness.harness_command", "commands.bench.bench_command", "commands.verify.verify_command",
+     "commands.calibrate.calibrate_command", "commands.reconcile.reconcile_command", "commands.judge.judge_command"},
     # the one entry point, which imports the commands by name when one runs, and python3 -m loadlib
     {"entry"},
     {"__main__"},
@@ -108,7 +108,7 @@ COMMAND_PACKAGES = {"harness", "bench", "verify", "calibrate", "reconcile", "jud
 
 
 def command_of(module):
-    """The command package a module belongs to ("bench" for commands.bench.runs), or None."""
+    """The command package a module belongs to ("bench" for commands.bench.bench_runs), or None."""
     parts = module.split(".")
     return parts[1] if len(parts) > 2 and parts[0] == "commands" else None
 
@@ -241,6 +241,16 @@ class Layers(unittest.TestCase):
                                                     f"{theirs}: move what they share into the library")
         self.assertEqual(found, COMMAND_PACKAGES, "every command package is listed in test_layers.py")
 
+
+    def test_no_two_modules_have_the_same_name(self):
+        """A module's file name says which one it is wherever it is quoted (a traceback, a
+        README, `grep`): a command's parts carry the command's name when the library or
+        another command has a part of that name (bench_report.py, not a fifth report.py)."""
+        where = {}
+        for module, _ in modules():
+            where.setdefault(module.rsplit(".", 1)[-1], []).append(module)
+        same = {name: mods for name, mods in where.items() if len(mods) > 1}
+        self.assertEqual(same, {}, "modules of the same name: name each after what it is")
 
 class OneDefinition(unittest.TestCase):
     def test_no_name_is_defined_by_two_modules(self):

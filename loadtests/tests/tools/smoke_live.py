@@ -27,7 +27,7 @@ import unittest
 import urllib.request
 from dataclasses import asdict, replace
 
-from loadlib.commands.calibrate import command as calibrate
+from loadlib.commands.calibrate import calibrate_command as calibrate
 from loadlib.commands.calibrate import verdicts as calibrate_verdicts
 from loadlib.server import free_port
 from loadlib.tools import (ab, artillery, autocannon, curl, h2load, hey, httperf, k6, loadtest,

@@ -30,9 +30,9 @@ import shutil
 import sys
 
 from loadlib import pg, procs
-from loadlib.commands.bench.figures import DB_TESTS, HTTP_TESTS
+from loadlib.commands.bench.bench_figures import DB_TESTS, HTTP_TESTS
 from loadlib.commands.bench.revisions import BuildError, prepare
-from loadlib.commands.bench.runs import keep_record, run_http, transaction_counts
+from loadlib.commands.bench.bench_runs import keep_record, run_http, transaction_counts
 from loadlib.commands.bench.setup import check_server, open_private_database
 from loadlib.commands.bench.subjects import (
     LOAD_CPU, PIPELINE_DEPTH, PIPELINE_SUBJECTS, SERVER_CPU, Subject, log)

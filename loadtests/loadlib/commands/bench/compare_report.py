@@ -6,7 +6,7 @@ verdict (loadlib.stats); callgrind's instructions per request; the noise each bu
 showed across its rounds.
 """
 from loadlib import stats
-from loadlib.commands.bench.figures import DB_TESTS, NOISY_CORES
+from loadlib.commands.bench.bench_figures import DB_TESTS, NOISY_CORES
 from loadlib.quantile import median
 from loadlib.report import fmt, fmt_range, fmt_share, table
 

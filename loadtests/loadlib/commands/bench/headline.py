@@ -7,7 +7,7 @@ and the best peer's; the ratios paired round by round. Then memory and start-up:
 peak RSS, PSS and USS under the read load, start-up with and without --prepared.
 A --quick run's section says it is indicative only."""
 
-from loadlib.commands.bench.figures import (
+from loadlib.commands.bench.bench_figures import (
     DB_TESTS, HTTP_TESTS, NOTESD_LABELS, PATHS, STARTUP_TARGET_MS, USS_TARGET_MIB, best_peer,
     ceiling_rows, round_index, round_ratio)
 from loadlib.report import fmt_range, fmt_ratio, table

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from loadlib import httpc, pg, pgbench, server
-from loadlib.commands.bench.figures import DB_TESTS, PEERS
+from loadlib.commands.bench.bench_figures import DB_TESTS, PEERS
 from loadlib.commands.bench.subjects import (
     LOAD_CPU, NOTE_BODY, PIPELINE_SUBJECTS, STATIC_DIR, Subject, log, notesd_features,
     pgbench_cmd, pgbench_variants, sha256)

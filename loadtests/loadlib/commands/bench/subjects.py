@@ -1,7 +1,7 @@
 """What loadtests/bench runs, and where: the subjects and tests, the CPUs and
 ports each gets, the command lines of the servers (notesd and its variants, h2o,
 the Express peer), of wrk and of pgbench (its scripts, pipelined or not), and
-bench's progress lines. Nothing here measures; the runs are runs.py's.
+bench's progress lines. Nothing here measures; the runs are bench_runs.py's.
 
 Layout: the server under test on CPU 1 (CPUs 0 and 1 at 2 threads), wrk and the
 private PostgreSQL on CPU 0; pgbench, which plays the server's part, on CPU 1
@@ -13,7 +13,7 @@ import re
 import subprocess
 
 from loadlib import mixes, server
-from loadlib.commands.bench.figures import DB_TESTS, HTTP_TESTS, PEERS, PIPELINE_DEPTH, label_of
+from loadlib.commands.bench.bench_figures import DB_TESTS, HTTP_TESTS, PEERS, PIPELINE_DEPTH, label_of
 from loadlib.paths import LOADTESTS
 from loadlib.report import logger
 

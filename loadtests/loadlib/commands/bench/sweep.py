@@ -3,15 +3,15 @@ notesd and the peers under wrk with 1, 10, 100 and 1000 connections: req/s,
 p50 and p99 per level, a table, a target and a latency-throughput SVG chart.
 
 Owns the sweep's runs, its figures and its section of the report; the servers
-and wrk's command line are subjects.py's, the CPU snapshots runs.py's, and
-command.py calls run_sweep() after its rounds.
+and wrk's command line are subjects.py's, the CPU snapshots bench_runs.py's, and
+bench_command.py calls run_sweep() after its rounds.
 """
 import os
 import resource
 
 from loadlib import charts
-from loadlib.commands.bench.figures import DB_TESTS, PATHS, PEERS, check, ratio
-from loadlib.commands.bench.runs import begin, cpu_deltas, end, wrk_invalid
+from loadlib.commands.bench.bench_figures import DB_TESTS, PATHS, PEERS, check, ratio
+from loadlib.commands.bench.bench_runs import begin, cpu_deltas, end, wrk_invalid
 from loadlib.commands.bench.subjects import Subject, log, wrk_cmd
 from loadlib.report import fmt, fmt_ratio, table
 from loadlib.tools import run as toolrun, wrk

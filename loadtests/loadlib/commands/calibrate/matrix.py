@@ -32,10 +32,10 @@ the measured error, and the evidence that says whose figure is right.
 
 The matrix is split by what each part owns: this module runs checks 1-6, each
 tool's runs on one notesd (run_tools(), plain data) with the lengths, loads and
-routes below; target.py is that notesd and the server's side of a run,
+routes below; calibrate_target.py is that notesd and the server's side of a run,
 verdicts.py judges each run, protocols.py runs check 7 on a
 notesd of its own, and scorecard.py writes the Markdown, JSON and SVG
-scorecard. command.py's run_matrix() runs the phases in order.
+scorecard. calibrate_command.py's run_matrix() runs the phases in order.
 """
 import dataclasses
 import os
@@ -46,7 +46,7 @@ import time
 
 from loadlib import journal, judgement, procs, prom, server as srv
 from loadlib.paths import LOADTESTS
-from loadlib.commands.calibrate.target import lacking, server_features, server_view
+from loadlib.commands.calibrate.calibrate_target import lacking, server_features, server_view
 from loadlib.server import Target
 from loadlib.commands.calibrate.verdicts import (
     RAMP_OPTIONS, RATE_OPTIONS, judge_connections, judge_counts, judge_errors, judge_latency,

@@ -2,13 +2,13 @@
 (h2 by ALPN on notesd's --tls-port, with a certificate made for the run) and h2c
 (prior knowledge on the cleartext port), for the tools whose adapters speak it,
 against a second notesd started with both. A phase of the matrix with a notesd of
-its own: command.py runs it after the checks of matrix.py.
+its own: calibrate_command.py runs it after the checks of matrix.py.
 """
 import tempfile
 
 from loadlib.commands.calibrate.matrix import (CONNECTIONS, COUNT_RPS, LABELS, PATHS, log, measure,
                                                spec_for)
-from loadlib.commands.calibrate.target import lacking, make_cert
+from loadlib.commands.calibrate.calibrate_target import lacking, make_cert
 from loadlib.server import Target, free_port
 from loadlib.commands.calibrate.verdicts import judge_counts, judge_latency, skipped
 

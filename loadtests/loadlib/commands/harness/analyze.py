@@ -10,8 +10,8 @@ What it reads, per test (OUT/r<round>/<target>/<mode>/):
   proc.jsonl       the once-a-second /proc samples (target, load tool, PostgreSQL, cores)
 and per target and round OUT/r<round>/<target>/start.json (startup time, exit code).
 
-A part of the harness (command.py calls analyze() after the last test).
-Each test's own figures are figures.py's, the report's text report.py's;
+A part of the harness (harness_command.py calls analyze() after the last test).
+Each test's own figures are harness_figures.py's, the report's text harness_report.py's;
 here: the medians over rounds, the totals, the problems, the charts, summary.json.
 """
 import json
@@ -21,8 +21,8 @@ import sys
 
 from loadlib import charts
 from loadlib.commands.harness import arrivals
-from loadlib.commands.harness.figures import analyze_test, read_json
-from loadlib.commands.harness.report import MODE_LABELS, TARGET_NAMES, Figures, render_report
+from loadlib.commands.harness.harness_figures import analyze_test, read_json
+from loadlib.commands.harness.harness_report import MODE_LABELS, TARGET_NAMES, Figures, render_report
 from loadlib.quantile import median
 
 # Figures every test of a complete run has; one missing is a problem, never a silent n/a.

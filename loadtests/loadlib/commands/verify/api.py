@@ -11,7 +11,7 @@ import time
 import urllib.parse
 
 from loadlib.commands.verify.js import iso_ms, js_bytes, note_from_row, parse_iso
-from loadlib.commands.verify.target import (
+from loadlib.commands.verify.verify_target import (
     SEED_BODY, SEED_ROWS, TAGS, expect_json_response, first_difference, run_check)
 
 ISO_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

@@ -9,7 +9,7 @@ import re
 import time
 
 from loadlib import mixes, prom
-from loadlib.commands.verify.target import KINDS, psycopg2
+from loadlib.commands.verify.verify_target import KINDS, psycopg2
 from loadlib.paths import LOADTESTS
 from loadlib.tools import wrk as wrk_tool
 from loadlib.tools.run import run_measured

@@ -32,7 +32,7 @@ from loadlib.judgement import FAIL, PASS, WARN, Model, judged
 from loadlib.paths import REPO
 from loadlib.tools import run as toolrun
 from loadlib.tools.base import RunSpec
-from loadlib.commands.judge import collect, figures, page
+from loadlib.commands.judge import collect, judge_figures, page
 
 EXIT = {PASS: 0, FAIL: 1, WARN: 3}
 DEFAULT_CONNECTIONS = 10        # an adapter's connections when none are declared
@@ -222,7 +222,7 @@ def main(argv=None):
         except (OSError, ValueError) as e:
             print(f"judge: --log: {e}", file=sys.stderr)
             return 2
-    result = figures.judge(run["columns"], model, counted=run["counted"], lost=run["lost"],
+    result = judge_figures.judge(run["columns"], model, counted=run["counted"], lost=run["lost"],
                            claims=claims_of(args, run["tool_result"]), log=log,
                            command=run["command"], server_lag_ms=run["server_lag_ms"])
     result.update(model=model.to_dict(), server=run["base"], other_records=run["other"],
@@ -232,7 +232,7 @@ def main(argv=None):
     if run["tool_result"] is not None:
         result["tool"] = run["tool_result"].to_dict()
     t_report = time.perf_counter()
-    result["series"] = figures.pictures(run["columns"], model, log)
+    result["series"] = judge_figures.pictures(run["columns"], model, log)
     return conclude(result, args, {"journal_read": run["read_s"], "checks": t_report - t_judge,
                                  "start": t_start, "report_from": t_report})
 

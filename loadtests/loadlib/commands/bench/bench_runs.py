@@ -4,7 +4,7 @@ own, every run with a warm-up before it; the CPU time of the server, PostgreSQL,
 the load generator and the other cores around each measured run; the records
 bench.json keeps, one per run.
 
-The command lines are subjects.py's, the figures over the records figures.py's.
+The command lines are subjects.py's, the figures over the records bench_figures.py's.
 """
 import os
 import resource
@@ -13,7 +13,7 @@ import tempfile
 import time
 
 from loadlib import pg, pgbench, procs, prom
-from loadlib.commands.bench.figures import DB_TESTS, MIB
+from loadlib.commands.bench.bench_figures import DB_TESTS, MIB
 from loadlib.commands.bench.subjects import PGBENCH_VARIANTS, log, pgbench_cmd, wrk_cmd
 from loadlib.quantile import percentile
 from loadlib.report import fmt

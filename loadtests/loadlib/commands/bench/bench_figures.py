@@ -2,7 +2,7 @@
 (notesd / limit, notesd / best peer), the targets with PASS/MISS, the limits in
 the same layout and the modelled ceiling of the database's core, the scaling
 over threads. Pure functions over the raw records bench.json keeps; the
-Markdown is report.py's."""
+Markdown is bench_report.py's."""
 
 import statistics
 

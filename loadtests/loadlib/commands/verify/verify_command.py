@@ -36,12 +36,12 @@ import time
 import urllib.parse
 
 from loadlib.commands.verify import api
-from loadlib.commands.verify.target import SEED_ROWS, Api, Db, Report, psycopg2
+from loadlib.commands.verify.verify_target import SEED_ROWS, Api, Db, Report, psycopg2
 from loadlib.commands.verify.work import check_work
 from loadlib.netcheck import is_loopback
 
 # The command's parts (imported by it alone): js.py renders rows as the reference
-# app sends them, target.py is the API, the database and the report, api.py
+# app sends them, verify_target.py is the API, the database and the report, api.py
 # the checks of the API, work.py the checks of the load's queries.
 
 # the checks in the order they run (check_post leaves a row for check_put and

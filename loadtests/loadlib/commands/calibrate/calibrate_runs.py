@@ -1,6 +1,6 @@
 """calibrate's measurements (the sections of the report without --tools): one
 measure_*() per section, each returning that section's raw figures, which
-command.py keeps in the JSON and report.py turns into text. Under
+calibrate_command.py keeps in the JSON and calibrate_report.py turns into text. Under
 them the load: wrk and openload.py runs pinned to CPU 0 with a metrics scrape on
 each side (Runner), the periodic /primes request that stalls the server's loop
 (Staller), and the stall sized to a length on this server now (size_stall()).
@@ -153,9 +153,9 @@ def size_stall(base_url, target_ms, limit=10000000):
 # ------------------------------------------------------------------ the sections
 
 # One measure_*(runner, args) per section of the report, in report order: each runs
-# that section's measurements and returns its raw figures, which command.py keeps
-# under the section's key of the JSON; report.py's section_*() turn them into
-# text. A new section is one more pair, called from command.py's run_sections() and
+# that section's measurements and returns its raw figures, which calibrate_command.py keeps
+# under the section's key of the JSON; calibrate_report.py's section_*() turn them into
+# text. A new section is one more pair, called from calibrate_command.py's run_sections() and
 # sections_markdown().
 
 def measure_delay(runner, args):

@@ -14,7 +14,7 @@ on the server's core and on the database's core, plain and pipelined, and the
 modelled ceiling of the database's core. Peers: the Express app of
 loadtests/peers on Node, Bun and Deno. After the rounds, --sweep (1 to 1000
 connections; sweep.py) and --netns (three network namespaces with a
-network delay; netns.py).
+network delay; bench_netns.py).
 
 Layout: the server under test on CPU 1, wrk and the private PostgreSQL on CPU 0
 (pgbench, which plays the server's part, on CPU 1). Every subject starts once
@@ -29,9 +29,9 @@ only where the difference stands out of the noise (compare.py).
 
 The command is split by phase, each a module of its own: subjects.py (what
 runs where, the command lines), setup.py (before the rounds: tools, notesd,
-peers, database, units, preflight), runs.py (the rounds and their records, the
-start-up series), sweep.py and netns.py (after the rounds), figures.py,
-headline.py and report.py (the figures and the Markdown), revisions.py,
+peers, database, units, preflight), bench_runs.py (the rounds and their records, the
+start-up series), sweep.py and bench_netns.py (after the rounds), bench_figures.py,
+headline.py and bench_report.py (the figures and the Markdown), revisions.py,
 compare.py and compare_report.py (--compare). This module holds the run's
 state, its options, and bench.json, report.md and the cleanup.
 
@@ -51,12 +51,12 @@ import time
 
 from loadlib import cli, netns, server, stats
 from loadlib.commands.bench import compare
-from loadlib.commands.bench import figures
+from loadlib.commands.bench import bench_figures
 from loadlib.commands.bench.compare_report import compare_markdown
 from loadlib.commands.bench.headline import headline_section
-from loadlib.commands.bench.netns import netns_section, run_netns, teardown as netns_teardown
-from loadlib.commands.bench.report import bench_markdown
-from loadlib.commands.bench.runs import run_rounds, run_startup_series
+from loadlib.commands.bench.bench_netns import netns_section, run_netns, teardown as netns_teardown
+from loadlib.commands.bench.bench_report import bench_markdown
+from loadlib.commands.bench.bench_runs import run_rounds, run_startup_series
 from loadlib.commands.bench.setup import preflight, setup
 from loadlib.commands.bench.subjects import (
     ALL_SUBJECTS, ALL_TESTS, DEFAULT_PGDATA, LOAD_CPU, PIPELINE_DEPTH, SERVER_CPU,
@@ -182,7 +182,7 @@ def meta(bench):
     }
     if "h2o" in subjects:
         versions["h2o"] = (sh(["h2o", "--version"]).splitlines() or [""])[0]
-    for p in figures.PEERS:
+    for p in bench_figures.PEERS:
         if p in subjects:
             versions[p] = server.runtime_version(p) or ""
     git = sh(["git", "-C", REPO, "rev-parse", "--short", "HEAD"])
@@ -225,14 +225,14 @@ def save(bench):
         data = compare.compare_data(bench)
         write_json(os.path.join(bench.out, "bench.json"), data, indent=1, ensure_ascii=False)
         return data
-    summary = figures.summarize(bench.runs, bench.startups)
+    summary = bench_figures.summarize(bench.runs, bench.startups)
     threads = getattr(bench, "thread_counts", [1])
     data = {"meta": meta(bench), "notes": bench.notes, "preflight": bench.preflight,
             "runs": bench.runs, "startups": bench.startups, "summary": summary,
-            "ratios": figures.ratio_rows(summary, bench.tests),
-            "targets": figures.target_rows(summary, bench.tests, bench.runs, bench.args.pool),
-            "scaling": figures.scaling_rows(summary, bench.tests, threads),
-            "ceilings": figures.ceiling_rows(summary, bench.tests, bench.runs),
+            "ratios": bench_figures.ratio_rows(summary, bench.tests),
+            "targets": bench_figures.target_rows(summary, bench.tests, bench.runs, bench.args.pool),
+            "scaling": bench_figures.scaling_rows(summary, bench.tests, threads),
+            "ceilings": bench_figures.ceiling_rows(summary, bench.tests, bench.runs),
             "sweep": bench.sweep_runs, "netns": bench.netns_runs,
             "netns_setup": bench.netns_setup}
     write_json(os.path.join(bench.out, "bench.json"), data, indent=1, ensure_ascii=False)
@@ -242,7 +242,7 @@ def save(bench):
 def finish(bench):
     """bench.json and report.md, the report also on stdout."""
     data = save(bench)
-    print(write_report(data, os.path.join(bench.out, "bench.json"),
+    print(write_bench_report(data, os.path.join(bench.out, "bench.json"),
                        os.path.join(bench.out, "report.md")))
     log(f"report: {os.path.join(bench.out, 'report.md')}, raw: "
         f"{os.path.join(bench.out, 'bench.json')}")
@@ -255,13 +255,13 @@ def report_text(data, out_dir):
         return compare_markdown(data)
     runs, startups, m = data["runs"], data["startups"], data["meta"]
     tests = m["tests"]
-    summary = figures.summarize(runs, startups)
+    summary = bench_figures.summarize(runs, startups)
     extra = [sweep_section(data.get("sweep") or [], out_dir),
              netns_section(data.get("netns") or [], data.get("netns_setup"))]
-    return bench_markdown(m, summary, figures.ratio_rows(summary, tests),
-                          figures.target_rows(summary, tests, runs, m["pool"]),
-                          figures.scaling_rows(summary, tests, m["threads"]),
-                          runs, data["notes"], ceilings=figures.ceiling_rows(summary, tests, runs),
+    return bench_markdown(m, summary, bench_figures.ratio_rows(summary, tests),
+                          bench_figures.target_rows(summary, tests, runs, m["pool"]),
+                          bench_figures.scaling_rows(summary, tests, m["threads"]),
+                          runs, data["notes"], ceilings=bench_figures.ceiling_rows(summary, tests, runs),
                           extra=extra, headline=headline_section(summary, runs, m))
 
 
@@ -273,7 +273,7 @@ def generated_header(json_name):
             f"loadtests/bench --report-from {json_name} writes it again -->\n")
 
 
-def write_report(data, json_path, md_path):
+def write_bench_report(data, json_path, md_path):
     """The report of `data`, saved at json_path, written at md_path under the line that names
     that JSON (the sweep's charts beside it); returns the report without that line."""
     folder = os.path.dirname(os.path.abspath(md_path))
@@ -297,7 +297,7 @@ def rerender(path):
     made so, from latest-report.json)."""
     with open(path) as f:
         data = json.load(f)
-    print(write_report(data, path, report_path(path)))
+    print(write_bench_report(data, path, report_path(path)))
     return 0
 
 

@@ -46,10 +46,10 @@ LIST runs that column alone.
 is written again beside it (its name with .md, and the charts), made from the data
 alone, as the run wrote it; the committed scorecards in calibration/ are made so.
 """
-# The command is split by what each part owns. Without --tools: runs.py (one
-# measure_*() per section, and the load under them) and report.py (one
+# The command is split by what each part owns. Without --tools: calibrate_runs.py (one
+# measure_*() per section, and the load under them) and calibrate_report.py (one
 # section_*() per section). With --tools: matrix.py (checks 1-6, each tool's
-# runs), target.py (its notesd and the server's side of a run), verdicts.py
+# runs), calibrate_target.py (its notesd and the server's side of a run), verdicts.py
 # (the judges and their thresholds), protocols.py (check 7, HTTP/2) and
 # scorecard.py (the scorecard). This module holds the options, the target, the
 # order of the phases of both modes (run_sections() and sections_markdown(); run_matrix())
@@ -63,7 +63,7 @@ import time
 import urllib.parse
 
 from loadlib import procs, server as srv
-from loadlib.commands.calibrate import (matrix, protocols, report, runs, scorecard,
+from loadlib.commands.calibrate import (matrix, protocols, calibrate_report, calibrate_runs, scorecard,
                                        scorecard_page, ws)
 from loadlib.netcheck import is_loopback
 from loadlib.paths import LOADTESTS, REPO
@@ -184,10 +184,10 @@ def start_target(p, args, runner):
 def run_sections(runner, args):
     """The sections' measurements in report order: {its key in the JSON: raw figures}.
     A new section is one more line here and one in sections_markdown()."""
-    return {"delay": runs.measure_delay(runner, args),
-            "server_timing": runs.measure_server_view(runner, args),
-            "saturation": runs.measure_saturation(runner, args),
-            "coordinated_omission": runs.measure_co(runner, args)}
+    return {"delay": calibrate_runs.measure_delay(runner, args),
+            "server_timing": calibrate_runs.measure_server_view(runner, args),
+            "saturation": calibrate_runs.measure_saturation(runner, args),
+            "coordinated_omission": calibrate_runs.measure_co(runner, args)}
 
 
 def sections_markdown(raw, header, args):
@@ -195,10 +195,10 @@ def sections_markdown(raw, header, args):
     return "\n".join([
         "# Load-tool calibration against notesd\n",
         header,
-        report.section_delay(raw["delay"]),
-        report.section_server_view(raw["server_timing"], raw["delay"]),
-        report.section_saturation(raw["saturation"]),
-        report.section_co(raw["coordinated_omission"], args),
+        calibrate_report.section_delay(raw["delay"]),
+        calibrate_report.section_server_view(raw["server_timing"], raw["delay"]),
+        calibrate_report.section_saturation(raw["saturation"]),
+        calibrate_report.section_co(raw["coordinated_omission"], args),
         f"_{raw['started']}, {raw['seconds_total']} s of runs; load average at the end "
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}._\n"])
 
@@ -206,11 +206,11 @@ def sections_markdown(raw, header, args):
 def main_sections(p, args):
     """Without --tools: the sections against a started notesd or --base-url; the report
     on stdout (and --out), the raw figures in --json."""
-    runner = runs.Runner(args)
+    runner = calibrate_runs.Runner(args)
     server = start_target(p, args, runner)
 
     raw = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    header = report.machine_line(runner, args, server is not None)
+    header = calibrate_report.machine_line(runner, args, server is not None)
     t0 = time.monotonic()
     try:
         raw.update(run_sections(runner, args))

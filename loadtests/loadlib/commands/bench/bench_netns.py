@@ -6,15 +6,15 @@ round trip does to notesd (default, --prepared, --pipeline) and to the peers.
 Owns the runs inside the namespaces, their figures and their part of the report;
 the namespaces, links and delays are loadlib/netns.py's, the database
 loadlib/database.py's, the server commands and wrk's command line
-subjects.py's; command.py calls run_netns() after its rounds.
+subjects.py's; bench_command.py calls run_netns() after its rounds.
 """
 import os
 import subprocess
 import time
 
 from loadlib import netcheck, netns, paths, procs, server
-from loadlib.commands.bench.figures import PEERS, check, ratio
-from loadlib.commands.bench.runs import wrk_invalid
+from loadlib.commands.bench.bench_figures import PEERS, check, ratio
+from loadlib.commands.bench.bench_runs import wrk_invalid
 from loadlib.commands.bench.subjects import log, subject_command, wrk_cmd
 from loadlib.database import LocalDatabase
 from loadlib.report import fmt, fmt_ratio, table

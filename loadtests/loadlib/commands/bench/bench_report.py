@@ -1,9 +1,9 @@
 """bench's Markdown report: one function per section, each from the figures
-figures.py computes (and the raw runs), put together by bench_markdown().
+bench_figures.py computes (and the raw runs), put together by bench_markdown().
 The sweep's and --netns's sections are their parts' own (sweep.py,
-netns.py) and come in as `extra`."""
+bench_netns.py) and come in as `extra`."""
 
-from loadlib.commands.bench.figures import MIB, METRICS, NOISY_CORES, PATHS, RUN_METRICS
+from loadlib.commands.bench.bench_figures import MIB, METRICS, NOISY_CORES, PATHS, RUN_METRICS
 from loadlib.quantile import median
 from loadlib.report import fmt, fmt_range, fmt_ratio, fmt_share, table
 

@@ -1,7 +1,7 @@
 """calibrate's Markdown report (the sections without --tools): one section_*() per
 section, each from the raw figures its runs.measure_*() returned, with the
 truth each is judged against (the exact delay distribution, Little's law, the p99
-an open model must see for the measured stalls); command.py puts them together.
+an open model must see for the measured stalls); calibrate_command.py puts them together.
 Nothing here runs anything.
 """
 import math

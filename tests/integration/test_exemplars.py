@@ -165,13 +165,14 @@ class TraceparentTest(ServerTestCase):
         request(self.port, "GET", "/status", headers={"traceparent": TP})
         request(self.port, "GET", "/status?untraced")
         # the line is written when the request ends: read what the server printed so far
+        # (other tests of the class ask for /status too: wait for the untraced line itself)
         lines = []
 
         def seen():
             text = self.server.output_so_far()
             lines[:] = [l for l in text.splitlines() if " debug GET /status" in l]
-            return len(lines) >= 2
-        poll(seen, timeout=5, what="the debug lines")
+            return any("GET /status?untraced " in l for l in lines)
+        poll(seen, timeout=5, what="the debug line of GET /status?untraced")
         self.assertTrue(any(l.endswith(f" trace={TRACE}") and "GET /status 200 " in l
                             for l in lines), lines)
         self.assertTrue(any("GET /status?untraced 200 " in l and "trace=" not in l

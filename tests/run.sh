@@ -4,11 +4,11 @@
 #   2. builds with warnings as errors and runs all CTest tests (style, unit, integration);
 #   3. builds with ASan+UBSan and runs the server's unit and integration tests again;
 #   4. builds with ThreadSanitizer (clang) and runs the multi-loop tests: no data race;
-#   5. builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 20).
-# Steps 3 and 4, and step 5's build, run one test at a time in the background while step
-# 2's tests run, TEST_JOBS (default twice the cores) at a time; then the fuzzers, one per
-# core, with nothing else running; step 2's `serial` tests (timing verdicts: k6's open
-# model, bench --compare) last, alone. Every test has its own
+#   5. builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 10).
+# Steps 3 to 5 run as one chain in the background while step 2's tests run, TEST_JOBS
+# (default three times the cores) at a time: the chain's CTest runs CHAIN_JOBS tests at a
+# time (default 2; the fuzzers one at a time). Step 2's `serial` tests (timing verdicts:
+# k6's open model, bench --compare) run last, alone. Every test has its own
 # database (copied from a seeded template) and ports the kernel picks, which is what
 # lets them share the machine; tests/README.md ("Running in parallel") says more.
 # It ends with one line: "N passed, M failed, K skipped" over all suites (the
@@ -28,7 +28,7 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+FUZZ_SECONDS="${FUZZ_SECONDS:-10}"
 QUICK=0
 case "${1:-}" in
   --quick) QUICK=1 ;;
@@ -42,8 +42,10 @@ esac
 TALLY="$(mktemp)"
 trap 'rm -f "$TALLY"' EXIT
 # CTest runs this many tests at once in the strict build: most of them wait on sockets,
-# timers and PostgreSQL (each has a database and ports of its own), so twice the cores.
-JOBS="${TEST_JOBS:-$(( $(nproc) * 2 ))}"
+# timers, PostgreSQL and npm (each has a database and ports of its own), so three times the
+# cores; the chain beside it, CHAIN_JOBS.
+JOBS="${TEST_JOBS:-$(( $(nproc) * 3 ))}"
+CHAIN_JOBS="${CHAIN_JOBS:-2}"
 
 # build NAME BUILD_DIR [cmake args...]
 build() {
@@ -105,18 +107,20 @@ sanitizer_chain() {
   # Python and style checks and docker/ test what is not notesd's C, and run in the
   # strict build.
   build "sanitizers (ASan+UBSan)" "$REPO/build-asan" -DNOTESD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-  run_tests "sanitizers (ASan+UBSan)" "$REPO/build-asan" \
+  run_tests "sanitizers (ASan+UBSan)" "$REPO/build-asan" -j"$CHAIN_JOBS" \
     -LE '^(style|loadtests|docker)$' -E '^integration_(verify|harness|localdb)$'
   if command -v clang >/dev/null; then
     # Several event loops under load with /metrics scraped from the first moment;
     # a race ends notesd with status 66 and fails the test.
     CC=clang build "ThreadSanitizer (multi-loop tests)" "$REPO/build-tsan" -DNOTESD_TSAN=ON \
       -DCMAKE_BUILD_TYPE=Debug
-    run_tests "ThreadSanitizer (multi-loop tests)" "$REPO/build-tsan" \
+    run_tests "ThreadSanitizer (multi-loop tests)" "$REPO/build-tsan" -j"$CHAIN_JOBS" \
       -R '^(unit_stats|integration_threads|integration_api)$'
-    # Built here, run after the chain (below).
+    # The fuzz targets touch neither the network nor PostgreSQL, and each keeps a core
+    # busy: one at a time, so that the strict tests keep the other core.
     CC=clang build "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -DNOTESD_FUZZ=ON \
       -DNOTESD_FUZZ_SECONDS="$FUZZ_SECONDS"
+    run_tests "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -L fuzz -j1
   fi
 }
 
@@ -132,11 +136,6 @@ cat "$CHAIN_LOG"
 if [[ $chain_rc != 0 ]]; then          # a build in the chain failed: no tally of its own
   echo "== the sanitizer chain stopped with status $chain_rc"
   echo "0 1 0 1" >>"$TALLY"
-fi
-# The fuzz targets touch neither the network nor PostgreSQL and each keeps a core busy: one
-# per core at once, with nothing else running.
-if [[ -d "$REPO/build-fuzz" ]] && command -v clang >/dev/null; then
-  run_tests "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -L fuzz -j"$(nproc)"
 fi
 # Last, alone on a quiet machine: the tests whose verdicts are about timing (k6's open
 # model keeping its rate, bench --compare finding no difference between HEAD and HEAD).

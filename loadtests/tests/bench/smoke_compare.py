@@ -1,18 +1,19 @@
-"""A short real run of loadtests/bench --compare: two builds of HEAD against each
-other, so nothing may tell them apart.
+"""A short real run of loadtests/bench --compare: HEAD against itself, so nothing may
+tell the two sides apart.
 
     cd loadtests && /usr/bin/python3 -B -m tests.bench.smoke_compare
 
-`--compare HEAD..HEAD` builds HEAD twice from `git archive` in temporary trees (both
-sides, so uncommitted changes in this checkout change nothing), runs the read mix in
-8 interleaved pairs of 1 s runs against a private PostgreSQL of its own, and
-callgrind once per build. Checks: the run exits 0; both sides are the same commit and
-were built and removed again; every round has a valid pair; the req/s verdict is "no
-difference" (at 99%: with 8 pairs, 2 identical builds are called different by chance
-less than 1% of the time); the other figures were compared; callgrind's
-instructions per request are equal within the resolution on /json and /notes/1; the
-report says it is indicative only; neither the run's scratch directory (the temporary
-trees, the binaries' copies) nor a server started from it is left.
+`--compare HEAD..HEAD` builds HEAD from `git archive` in a temporary tree (once: one
+commit on both sides, each running a copy; uncommitted changes in this checkout change
+nothing), runs the read mix in 8 interleaved pairs of 1 s runs against a private
+PostgreSQL of its own, and callgrind once per side. Checks: the run exits 0; both
+sides are the same commit, built in a tree removed again; every round has a valid
+pair; the req/s verdict is "no difference" (at 99%: with 8 pairs, 2 identical binaries
+are called different by chance less than 1% of the time); the other figures were
+compared; callgrind's instructions per request are equal within the resolution on
+/json and /notes/1; the report says it is indicative only; neither the run's scratch
+directory (the temporary trees, the binaries' copies) nor a server started from it is
+left.
 """
 import json
 import os

@@ -25,8 +25,10 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -214,3 +216,40 @@ def run_script(k6, server, script, variables, workdir, name=None, args=(), env=N
         f.write(server.scrape())
     run.rc, run.stdout, run.stderr = p.returncode, p.stdout, p.stderr
     return run
+
+
+class ScriptRuns(unittest.TestCase):
+    """A test class of k6 script runs: one notesd for the class (on the database SUITE), a
+    scratch directory, each run checked for its exit status and reconciled on its own."""
+    SUITE = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix=f"{cls.SUITE}-")
+        cls.server = Server(cls.SUITE)
+        cls.t0 = time.monotonic()
+
+    @classmethod
+    def tearDownClass(cls):
+        print(f"  figure: the script runs took {time.monotonic() - cls.t0:.1f} s", flush=True)
+        cls.server.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_script(self, k6, script, variables, name=None, want_rc=0):
+        run = run_script(k6, self.server, script, variables, self.tmp, name=name)
+        self.assertEqual(run.rc, want_rc, run.output())
+        return run
+
+    def assert_reconciled(self, run, at_least=1):
+        """loadtests/reconcile --tolerance 0 agrees, with at least `at_least` requests;
+        its figures."""
+        rc, data, text = run.reconcile(tolerance=0)
+        self.assertEqual(rc, 0, text + run.output())
+        self.assertTrue(data["ok"], text)
+        self.assertEqual(data["difference"], 0, text)
+        self.assertGreaterEqual(data["client"]["total"], at_least, text)
+        self.assertEqual(data["client"]["total"], int(run.metric("http_reqs", "count")))
+        print(f"  {run.name}: {data['client']['total']} requests in {run.seconds:.1f} s, "
+              f"server {data['server']['total']}: reconciled", flush=True)
+        return data
+

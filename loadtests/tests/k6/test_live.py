@@ -1,24 +1,23 @@
 """Every k6 script of loadtests/k6/ run for real against notesd, with short
 settings (seconds), and reconciled exactly with loadtests/reconcile (tolerance
 0: k6 lets in-flight iterations finish, so the server's http_requests_total
-delta equals k6's http_reqs, per route and status). Then the open-model
-script's promise both ways (a feasible rate drops nothing and exits 0, an
-infeasible one drops iterations and exits with k6's threshold status, 99),
-breaking.js finding a breaking point, and `loadtests/run.sh --tool k6 --quick`
-on one mode (its reconcile, and k6's web dashboard report kept with the test).
+delta equals k6's http_reqs, per route and status); an infeasible open-model
+rate drops iterations and exits with k6's threshold status, 99; breaking.js
+finds a breaking point and stops its ramp; and `loadtests/run.sh --tool k6
+--quick` on one mode (its reconcile, and k6's web dashboard report kept with the
+test). The one verdict about timing (a feasible rate drops nothing) is
+test_timing.py's, run alone.
 
     cd loadtests && NOTESD_BIN=../build/notesd NOTESD_PGSTATE=../build-test/pgstate.json \\
       K6=/path/to/k6 /usr/bin/python3 -B -m tests.k6.test_live
 
-CTest `loadtests_k6_live`; exits 77 (skipped) without k6, saying why. About a
-minute here.
+CTest `loadtests_k6_live`; exits 77 (skipped) without k6, saying why.
 """
 import json
 import os
 import shutil
 import subprocess
 import tempfile
-import time
 import unittest
 
 from tests.k6 import k6live
@@ -32,71 +31,26 @@ SECONDS = "2s"
 RUNSH_TIMEOUT_S = 180
 
 
-class Scripts(unittest.TestCase):
+class Scripts(k6live.ScriptRuns):
     """One notesd for all the script runs; each run is reconciled on its own."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="k6-live-")
-        cls.server = k6live.Server("k6_live")
-        cls.t0 = time.monotonic()
-
-    @classmethod
-    def tearDownClass(cls):
-        print(f"  figure: the script runs took {time.monotonic() - cls.t0:.1f} s", flush=True)
-        cls.server.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def run_script(self, script, variables, name=None, want_rc=0):
-        run = k6live.run_script(K6, self.server, script, variables, self.tmp, name=name)
-        self.assertEqual(run.rc, want_rc, run.output())
-        return run
-
-    def assert_reconciled(self, run, at_least=1):
-        rc, data, text = run.reconcile(tolerance=0)
-        self.assertEqual(rc, 0, text + run.output())
-        self.assertTrue(data["ok"], text)
-        self.assertEqual(data["difference"], 0, text)
-        self.assertGreaterEqual(data["client"]["total"], at_least, text)
-        self.assertEqual(data["client"]["total"], int(run.metric("http_reqs", "count")))
-        print(f"  {run.name}: {data['client']['total']} requests in {run.seconds:.1f} s, "
-              f"server {data['server']['total']}: reconciled", flush=True)
-        return data
+    SUITE = "k6_live"
 
     def test_notes_closed_model_every_mode(self):
         for mode in ("read", "write", "mixed", "json"):
             with self.subTest(mode=mode):
-                run = self.run_script("notes.js", {"MODE": mode, "VUS": VUS, "DURATION": SECONDS,
-                                                   "RT": "notesd", "ROUND": "1"})
+                run = self.run_script(K6, "notes.js", {"MODE": mode, "VUS": VUS, "DURATION": SECONDS,
+                                                       "RT": "notesd", "ROUND": "1"})
                 data = self.assert_reconciled(run, at_least=20)
                 self.assertEqual(data["mode"], mode)
                 self.assertEqual(run.metric("http_req_failed", "passes"), 0)
                 self.assertEqual(run.metric("checks", "fails"), 0)
 
-    def test_open_model_feasible_rate_drops_nothing(self):
-        # 50/s with 100 VUs ready: k6 needs a VU it has not got only when answers are 2 s
-        # late, which a shared machine's busy moments (reads of 0.5 s were seen) stay far
-        # from; the database pool is opened beforehand
-        self.server.warm()
-        run = self.run_script("notes-open.js", {"MODE": "read", "RATE": "50", "DURATION": SECONDS,
-                                                "PRE_VUS": "100", "MAX_VUS": "200"},
-                              name="open-feasible")
-        data = self.assert_reconciled(run, at_least=90)
-        self.assertEqual(run.metric("dropped_iterations", "count") or 0, 0,
-                         "a feasible rate dropped iterations")
-        self.assertTrue(run.summary["metrics"]["dropped_iterations"]["thresholds"]["count==0"]["ok"])
-        # constant-arrival-rate started RATE x DURATION iterations (k6 2.2 also starts one at
-        # the very end: 101 for 50/s over 2 s), one request each
-        iterations = int(run.metric("iterations", "count"))
-        self.assertIn(iterations, (100, 101))
-        self.assertEqual(data["client"]["total"], iterations)
-
     def test_open_model_infeasible_rate_drops_and_fails_its_threshold(self):
         # one VU cannot start 20,000 requests a second: k6 drops the rest, and the
         # script's dropped_iterations threshold fails the run with k6's status 99
-        run = self.run_script("notes-open.js", {"MODE": "json", "RATE": "20000",
-                                                "DURATION": SECONDS, "PRE_VUS": "1",
-                                                "MAX_VUS": "1"},
+        run = self.run_script(K6, "notes-open.js", {"MODE": "json", "RATE": "20000",
+                                                    "DURATION": SECONDS, "PRE_VUS": "1",
+                                                    "MAX_VUS": "1"},
                               name="open-infeasible", want_rc=k6live.THRESHOLDS_FAILED)
         dropped = run.metric("dropped_iterations", "count")
         self.assertIsNotNone(dropped, run.output())
@@ -113,7 +67,7 @@ class Scripts(unittest.TestCase):
         for script, extra in (("status.js", {}), ("primes.js", {"BELOW": "20000"}),
                               ("breaking.js", {"BELOW": "20000"})):
             with self.subTest(script=script):
-                run = self.run_script(script, {"STAGES": stages, **extra})
+                run = self.run_script(K6, script, {"STAGES": stages, **extra})
                 self.assert_reconciled(run, at_least=8)
                 self.assertEqual(run.metric("http_req_failed", "passes"), 0)
         self.assertIn("no breaking point", run.stdout)
@@ -123,8 +77,8 @@ class Scripts(unittest.TestCase):
         # timeout: the queue (~0.6 s) outgrows the timeout at once, the failure rate
         # passes 20%, and the threshold aborts the 21 s ramp once its 10 s
         # delayAbortEval has passed, with k6's status 99
-        run = self.run_script("breaking.js", {"STAGES": "1s:40,20s:40", "BELOW": "200000",
-                                              "TIMEOUT": "200ms", "GRACEFUL_RAMP_DOWN": "1s"},
+        run = self.run_script(K6, "breaking.js", {"STAGES": "1s:40,20s:40", "BELOW": "200000",
+                                                  "TIMEOUT": "200ms", "GRACEFUL_RAMP_DOWN": "1s"},
                               name="breaking-point", want_rc=k6live.THRESHOLDS_FAILED)
         self.server.settle()   # the requests k6 gave up on, still computed, before the next test
         self.assertIn("BREAKING POINT: failure rate", run.stdout)
@@ -135,15 +89,15 @@ class Scripts(unittest.TestCase):
                       "the threshold did not stop the ramp" + run.output())
 
     def test_hello_fixed_counts(self):
-        run = self.run_script("hello.js", {"WARMUP": "100", "WARMUP_WINDOW": "1s",
-                                           "ITERATIONS": "3000", "VUS": VUS})
+        run = self.run_script(K6, "hello.js", {"WARMUP": "100", "WARMUP_WINDOW": "1s",
+                                               "ITERATIONS": "3000", "VUS": VUS})
         self.assert_reconciled(run, at_least=3100)
         self.assertEqual(int(run.metric("http_reqs", "count")), 3100)
         self.assertEqual(int(run.summary["metrics"]["http_reqs{scenario:measure}"]["values"]["count"]),
                          3000)
 
     def test_static_file(self):
-        run = self.run_script("static.js", {"ITERATIONS": "400", "VUS": VUS})
+        run = self.run_script(K6, "static.js", {"ITERATIONS": "400", "VUS": VUS})
         self.assert_reconciled(run, at_least=400)
         size = os.path.getsize(os.path.join(k6live.LOADTESTS, "static", "app.min.js"))
         # every response carried the whole file (bodies are discarded, not their bytes)

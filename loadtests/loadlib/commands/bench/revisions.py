@@ -5,7 +5,8 @@ copied aside and the build removed again.
 A revision is built from `git archive REV | tar -x` in a temporary directory with
 that revision's own server/build.sh (BUILD_DIR beside it, BUILD_TESTING off: only
 notesd is needed), so nothing of this checkout leaks into it and no worktree is
-registered in the repository. The working tree is built where it is, in build/, by
+registered in the repository; `BASE..NEW` of one commit is built once, each side
+running a copy. The working tree is built where it is, in build/, by
 `cmake --build build --target notesd` (server/build.sh configures build/ first when
 it has never been configured), so side A is the code as it is now, uncommitted
 changes included; with --notesd, that binary instead, as it is.
@@ -45,6 +46,13 @@ class Build:
         self.threads, self.pipeline = features["threads"], features["pipeline"]
         self.notesd_vars = features["vars"]
         return self
+
+    def twin(self, side, rev, tmp):
+        """The other side of a comparison of one commit with itself: the same build, in a
+        copy of its own (a build of one commit from its archive is the same binary twice)."""
+        other = Build(side, rev, self.sha, describe(self.sha, rev), self.notesd).adopt(tmp)
+        other.source = self.source + f", the same build as side {self.side}"
+        return other
 
     def meta(self):
         return {"side": self.side, "rev": self.rev, "sha": self.sha, "describe": self.describe,
@@ -154,5 +162,7 @@ def prepare(bench, spec):
         side_a = working_tree("A", a.notesd, a.default_notesd, bench.tmp, log_path)
     else:
         side_a = build_revision("A", new, bench.tmp, log_path)
+        if resolve(base) == side_a.sha:      # BASE..NEW of one commit, as the smoke test runs it
+            return side_a, side_a.twin("B", base, bench.tmp)
     side_b = build_revision("B", base, bench.tmp, log_path)
     return side_a, side_b

@@ -646,20 +646,20 @@ class ResourcesTest(unittest.TestCase):
                 ws.abort()
             self.assertEqual(server.stop(), 0)
 
-    def flood_for_ten_seconds(self, path):
-        """A client per kind of empty frame floods `path` for 10 s without reading: the
+    def flood_for_five_seconds(self, path):
+        """A client per kind of empty frame floods `path` for 5 s without reading: the
         server's queue fills up at once (every frame costs WS_FRAME_COST, payload or not), it
         stops reading them, and its RSS stays within a bound per client (a build that counted
         only payload bytes grew by 450 MiB in 3 s for the pings alone)."""
         server = Notesd(self.db_url, env={"ASAN_OPTIONS": "detect_leaks=0:quarantine_size_mb=1"})
         clients = {}
         try:
-            before, peak, sent, clients = flood(server.port, path, EMPTY_FRAMES, 10,
+            before, peak, sent, clients = flood(server.port, path, EMPTY_FRAMES, 5,
                                                 server.proc.pid)
             grown = peak - before
             samples = parse(server.metrics())
             label = path.split("?")[0]
-            print(f"\n  {label}, 10 s of {', '.join(f'{n:,} {k}' for k, n in sent.items())} "
+            print(f"\n  {label}, 5 s of {', '.join(f'{n:,} {k}' for k, n in sent.items())} "
                   f"into TCP, nothing read: peak RSS {before / 2**20:.1f} -> "
                   f"{peak / 2**20:.1f} MiB (+{grown / 2**20:.2f} MiB)", flush=True)
             # all three still open: held back, not closed (the queue has not been full for
@@ -675,10 +675,10 @@ class ResourcesTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
     def test_empty_frames_from_clients_that_never_read_are_bounded_on_the_echo(self):
-        self.flood_for_ten_seconds("/ws/echo")
+        self.flood_for_five_seconds("/ws/echo")
 
     def test_empty_frames_from_clients_that_never_read_are_bounded_on_the_feed(self):
-        self.flood_for_ten_seconds("/ws/feed?rate=10000&count=1000000")
+        self.flood_for_five_seconds("/ws/feed?rate=10000&count=1000000")
 
     def test_a_queue_that_stays_full_closes_1008_not_reading(self):
         """A client that sends pings and never reads keeps the queue full: after
@@ -729,7 +729,7 @@ class ResourcesTest(unittest.TestCase):
         idle_timeout_ms, for twice that timeout. It is not closed: it then reads fast to the
         end of the feed (1000, done), and its gaps in seq are exactly the messages counted as
         skipped. The silent one is closed with 1008, counted as not_reading."""
-        idle_s = 15
+        idle_s = 6
         with socket.socket() as probe:
             rcvbuf = probe.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
         pace = 2 * rcvbuf / idle_s  # bytes a second

@@ -8,7 +8,7 @@
 # Steps 3 to 5 run as one chain in the background while step 2's tests run, TEST_JOBS
 # (default three times the cores) at a time: the chain's CTest runs CHAIN_JOBS tests at a
 # time (default 2; the fuzzers one at a time). Step 2's `serial` tests (timing verdicts:
-# k6's open model, bench --compare) run last, alone. Every test has its own
+# k6's open model, honest schedules judged, bench --compare) run last, alone. Every test has its own
 # database (copied from a seeded template) and ports the kernel picks, which is what
 # lets them share the machine; tests/README.md ("Running in parallel") says more.
 # It ends with one line: "N passed, M failed, K skipped" over all suites (the
@@ -138,6 +138,7 @@ if [[ $chain_rc != 0 ]]; then          # a build in the chain failed: no tally o
   echo "0 1 0 1" >>"$TALLY"
 fi
 # Last, alone on a quiet machine: the tests whose verdicts are about timing (k6's open
-# model keeping its rate, bench --compare finding no difference between HEAD and HEAD).
+# model keeping its rate, honest schedules judged kept, bench --compare finding no
+# difference between HEAD and HEAD).
 run_tests "strict build (serial: timing verdicts, alone)" "$REPO/build-test" -L '^serial$'
 summary

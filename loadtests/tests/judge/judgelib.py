@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import unittest
 
 from tests import LOADTESTS, REPO
 
@@ -91,3 +92,27 @@ def said(stderr):
         if line.startswith("{") and '"sent"' in line:
             return json.loads(line)
     raise AssertionError(f"no generator line in: {stderr[-2000:]}")
+
+
+# A verdict that an honest schedule was kept (a PASS of the schedule check) needs a machine
+# that lets the generator keep it and the server see it: with every other test beside it, a
+# scheduler's quanta bunch arrivals into what judge rightly calls lockstep. Those tests run
+# alone, after the rest (CTest loadtests_judge_schedules, label serial, sets this); the
+# others beside every other test (loadtests_judge_live, loadtests_judge_tools).
+ALONE = os.environ.get("NOTESD_JUDGE_ALONE") == "1"
+
+
+def alone(test):
+    """Marks a test whose verdict is a schedule kept: it runs only where ALONE is set."""
+    test.judged_alone = True
+    return test
+
+
+def runs_here(case):
+    """From setUp: skips a test marked alone() unless ALONE, and any other test when ALONE."""
+    marked = getattr(getattr(case, case._testMethodName), "judged_alone", False)
+    if marked and not ALONE:
+        raise unittest.SkipTest("a schedule kept: judged alone, in loadtests_judge_schedules")
+    if ALONE and not marked:
+        raise unittest.SkipTest("not a schedule kept: in loadtests_judge_live or _tools")
+

@@ -11,7 +11,8 @@ the machine (tens of milliseconds, with every test of the suite running beside t
 one) is then within what Poisson arrivals do anyway, where at 200/s it would be a stall
 the verdict rightly names. The server's own pauses judge excuses (its event-loop lag);
 the generator's it cannot see, so the generator says how late it was, and a run in which
-it could not keep its schedule is run again (judgelib.honest_run).
+it could not keep its schedule is run again (judgelib.honest_run). The two honest runs
+are judged alone, after every other test (judgelib.alone: CTest loadtests_judge_schedules).
 
     cd loadtests && NOTESD_BIN=../build/notesd /usr/bin/python3 -B -m tests.judge.test_live
 """
@@ -26,8 +27,8 @@ import unittest
 
 from loadlib import httpc
 from loadlib.server import Target
-from tests.judge.judgelib import (JUDGE, NOTESD, check, generator, honest_run, plan,
-                                  run_judge, said)
+from tests.judge.judgelib import (JUDGE, NOTESD, alone, check, generator, honest_run, plan,
+                                  run_judge, runs_here, said)
 
 
 class Generators(unittest.TestCase):
@@ -36,6 +37,10 @@ class Generators(unittest.TestCase):
         if not os.access(NOTESD, os.X_OK):
             raise unittest.SkipTest(f"{NOTESD} is not built")
 
+    def setUp(self):
+        runs_here(self)
+
+    @alone
     def test_an_honest_poisson_generator_passes_and_is_counted_exactly(self):
         args = ("--rate", "50", "--duration", "5", "--connections", "4", "--seed", "11")
         claimed = plan("poisson", *args)
@@ -61,6 +66,7 @@ class Generators(unittest.TestCase):
         # the --json every reader relies on
         self.assertTrue(all({"name", "verdict"} <= set(c) for c in result["checks"]))
 
+    @alone
     def test_ten_connections_paced_from_random_phases_pass(self):
         rc, result, err, line = honest_run(
             self, ["--rate", "100", "--connections", "10", "--duration", "4"],

@@ -5,13 +5,15 @@ lockstep), and calibrate's judge_schedule, given the same run, gives the same ve
 and the same figures: one implementation. What the adapter read of the tool's own
 figures is held against the server's as its claims.
 
-The scorecard was measured on a quiet machine; here every other test may run beside
-this one, and a pause of the machine of a few hundred milliseconds is a stall the
-server really saw. So a verdict other than the scorecard's is accepted only when its
-every reason is a stall (printed, for the record), never when the tool's way of pacing
-is judged otherwise: k6 and httperf are never bunched, hey always is. At 100 requests a
-second (check 8 runs 200/s), such pauses are less often beyond an open model's bounds,
-and each tool's way of pacing does not depend on the rate.
+The scorecard was measured on a quiet machine; the schedules kept (k6's and httperf's)
+are judged alone, after every other test (judgelib.alone: CTest
+loadtests_judge_schedules), hey's lockstep beside them. A pause of the machine of a
+few hundred milliseconds is still a stall the server really saw. So a verdict other
+than the scorecard's is accepted only when its every reason is a stall (printed, for
+the record), never when the tool's way of pacing is judged otherwise: k6 and httperf
+are never bunched, hey always is. At 100 requests a second (check 8 runs 200/s), such
+pauses are less often beyond an open model's bounds, and each tool's way of pacing
+does not depend on the rate.
 
     cd loadtests && NOTESD_BIN=../build/notesd K6=/path/to/k6 \\
       /usr/bin/python3 -B -m tests.judge.test_tools
@@ -23,7 +25,7 @@ import unittest
 from loadlib.commands.calibrate import verdicts
 from loadlib.tools import run as toolrun
 from tests import LOADTESTS
-from tests.judge.judgelib import NOTESD, check, run_judge
+from tests.judge.judgelib import NOTESD, alone, check, run_judge, runs_here
 
 SCORECARD = os.path.join(LOADTESTS, "calibration", "latest-scorecard.json")
 RATE, CONNECTIONS, SECONDS = 100, 10, 3
@@ -44,6 +46,9 @@ class AdaptedTools(unittest.TestCase):
             raise unittest.SkipTest(f"{NOTESD} is not built")
         cls.adapters = {name: mod for name, mod, _ in toolrun.adapters()}
         cls.scorecard = check_eight()
+
+    def setUp(self):
+        runs_here(self)
 
     def judged(self, tool):
         if self.adapters.get(tool) is None:
@@ -72,11 +77,13 @@ class AdaptedTools(unittest.TestCase):
         self.assertEqual(claimed["figures"]["claimed"], result["tool"]["requests"])
         return result, schedule
 
+    @alone
     def test_k6_constant_arrival_rate_keeps_its_schedule(self):
         _, s = self.judged("k6")
         self.assertEqual(self.scorecard["k6"], "PASS")
         self.assertNotIn("bunched", s["reason"])
 
+    @alone
     def test_k6_ramping_arrival_rate_keeps_its_ramp(self):
         if self.adapters.get("k6") is None:
             self.skipTest("k6 is not installed")
@@ -101,6 +108,7 @@ class AdaptedTools(unittest.TestCase):
                                                   "ramp": figures}})
         self.assertEqual(theirs["verdict"], ramp["verdict"])
 
+    @alone
     def test_httperf_rate_keeps_its_schedule(self):
         result, s = self.judged("httperf")
         self.assertEqual(self.scorecard["httperf"], "PASS")

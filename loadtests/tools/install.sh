@@ -12,11 +12,9 @@
 #                                            linked to the cached install when it is complete
 #
 # The npm tools (autocannon, artillery, loadtest) are pinned in package-lock.json and
-# installed once per lockfile: into a directory named by its digest under
-# NOTESD_NPM_TOOLS_CACHE (default ~/.cache/notesd/load-tools), to which
-# loadtests/tools/node_modules, where the adapters look first, is a link. Another checkout
-# of the same lockfile links to that install instead of unpacking its 600 MB again; a
-# changed lockfile gets one of its own. Install scripts
+# installed once per lockfile on this machine (loadtests/npm_cache.sh: 600 MB, in
+# ~/.cache/notesd/npm), linked from loadtests/tools/node_modules, where the adapters look
+# first. Install scripts
 # are not run: none of the three needs one (the native WebSocket helpers fall back to
 # JavaScript), and artillery's dependencies would otherwise try to download a browser.
 #
@@ -42,38 +40,15 @@ for arg in "$@"; do
 done
 if ((dry && !all)); then echo "install.sh: --dry-run goes with --all" >&2; exit 2; fi
 
-cache="${NOTESD_NPM_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/notesd/load-tools}"
+# shellcheck source=loadtests/npm_cache.sh
+. "$here/../npm_cache.sh"
 
-# True when every tool's binary is in the node_modules given (here's by default).
 npm_tools_present() {
-  local dir="${1:-$here/node_modules}"
-  for tool in "${tools[@]}"; do [ -x "$dir/.bin/$tool" ] || return 1; done
+  for tool in "${tools[@]}"; do [ -x "$here/node_modules/.bin/$tool" ] || return 1; done
 }
 
-# npm ci into a fresh directory beside the cached install, renamed into place only once
-# complete, so a checkout never links to half an install; the lock keeps two checkouts
-# from installing the same lockfile at once. fresh=1 replaces a complete install too.
 install_npm() {
-  local fresh="$1" digest dir tmp
-  command -v npm >/dev/null || { echo "install.sh: npm not found (apt-get install -y npm)" >&2; exit 1; }
-  digest="$(sha256sum "$here/package-lock.json" | cut -c1-16)"
-  dir="$cache/$digest"
-  mkdir -p "$cache"
-  (
-    flock 9
-    if ((fresh)) || ! npm_tools_present "$dir/node_modules"; then
-      tmp="$(mktemp -d "$cache/.installing-XXXXXX")"
-      trap 'rm -rf "$tmp"' EXIT              # an install that failed leaves nothing behind
-      cp "$here/package.json" "$here/package-lock.json" "$tmp/"
-      (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund --prefer-offline)
-      rm -rf "$dir"
-      mv "$tmp" "$dir"
-    else
-      echo "install.sh: ${tools[*]} already installed for this lockfile in $dir"
-    fi
-  ) 9>"$cache/.lock"
-  rm -rf "$here/node_modules"            # an older install in the checkout, or the link
-  ln -s "$dir/node_modules" "$here/node_modules"
+  npm_ci_cached "$here" "$1" --ignore-scripts --no-audit --no-fund --prefer-offline
   for tool in "${tools[@]}"; do
     printf '%-10s %s\n' "$tool" "$here/node_modules/.bin/$tool"
   done
@@ -101,7 +76,7 @@ done
 if npm_tools_present; then
   echo "npm     ${tools[*]}: installed (loadtests/tools/node_modules)"
 else
-  echo "npm     ${tools[*]}: to install (npm ci of loadtests/tools's lockfile, once, in $cache)"
+  echo "npm     ${tools[*]}: to install (npm ci in loadtests/tools, once per lockfile: npm_cache.sh)"
 fi
 if ((dry)); then
   echo "dry run: nothing installed"

@@ -12,8 +12,9 @@
 #   stop         fast shutdown if running
 #   status       exit 0 if running, 3 if not (like pg_ctl status)
 #   url          print the database URL
-#   reset        drop the notes database (ending its sessions) and copy it
-#                again from notes_seed, then clear pg_stat_statements
+#   reset        copy the notes database again from notes_seed (reseed the
+#                table in place while sessions are connected to it), then
+#                clear pg_stat_statements
 #   psql [args]  open psql on the notes database
 #
 # Environment:
@@ -37,6 +38,7 @@ DEFAULT_PORT=54329
 PORT="${NOTESD_PGPORT:-$DEFAULT_PORT}"
 DB=notes
 SEED_DB=notes_seed   # the seeded template `notes` is copied from
+HOW=""               # how reseed() put the rows back, for reset's line
 PG_OS_USER=postgres   # OS account that owns the cluster when invoked as root
 
 die() { echo "localdb: $*" >&2; exit 1; }
@@ -264,10 +266,22 @@ ensure_template() {
 
 # notes, copied from notes_seed: file_copy copies the database's files after a
 # checkpoint (about a second for its 65 MB) where wal_log would write them all
-# to the WAL. Sessions still connected to notes are ended (a notesd reconnects).
-copy_from_template() {
-  run_psql postgres -c "drop database if exists $DB with (force)" \
+# to the WAL. Only while no session is connected to notes: a running server
+# (bench resets under its targets) keeps its connections, and the table is
+# reseeded in place instead, as sql/reset.sql does.
+reseed() {
+  local others
+  others="$(run_psql postgres -tA -c "select count(*) from pg_stat_activity where datname = '$DB'")"
+  if [[ "$others" != 0 ]]; then
+    run_psql "$DB" -f "$SQL_DIR/reset.sql" >/dev/null
+    run_psql "$DB" -f "$SQL_DIR/pg_stat_statements.sql" >/dev/null
+    HOW="reseeded in place ($others sessions open)"
+    return 0
+  fi
+  ensure_template
+  run_psql postgres -c "drop database if exists $DB" \
     -c "create database $DB template $SEED_DB strategy file_copy"
+  HOW="copied from $SEED_DB"
 }
 
 # Seed once: on first creation, or if an earlier seeding was interrupted or
@@ -278,8 +292,7 @@ ensure_seeded() {
   if [[ -f "$SEEDED_MARK" && "$has_table" == t ]]; then
     return 0
   fi
-  ensure_template
-  copy_from_template
+  reseed
   as_owner touch "$SEEDED_MARK"
 }
 
@@ -343,11 +356,10 @@ cmd_reset() {
   require_running
   local t0 t1
   t0="$(date +%s.%N)"
-  ensure_template
-  copy_from_template
+  reseed
   run_psql "$DB" -c "select pg_stat_statements_reset()" >/dev/null
   t1="$(date +%s.%N)"
-  echo "postgres: notes reset from $SEED_DB in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1fs", b - a }')"
+  echo "postgres: notes $HOW in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1fs", b - a }')"
 }
 
 cmd_psql() {

@@ -269,19 +269,23 @@ ensure_template() {
 # to the WAL. Only while no session is connected to notes: a running server
 # (bench resets under its targets) keeps its connections, and the table is
 # reseeded in place instead, as sql/reset.sql does.
+# A session that connects between the count and the drop makes the drop fail,
+# leaving notes as it was: it is then reseeded in place too.
 reseed() {
   local others
   others="$(run_psql postgres -tA -c "select count(*) from pg_stat_activity where datname = '$DB'")"
-  if [[ "$others" != 0 ]]; then
-    run_psql "$DB" -f "$SQL_DIR/reset.sql" >/dev/null
-    run_psql "$DB" -f "$SQL_DIR/pg_stat_statements.sql" >/dev/null
-    HOW="reseeded in place ($others sessions open)"
-    return 0
+  if [[ "$others" == 0 ]]; then
+    ensure_template
+    if run_psql postgres -c "drop database if exists $DB" 2>/dev/null; then
+      run_psql postgres -c "create database $DB template $SEED_DB strategy file_copy"
+      HOW="copied from $SEED_DB"
+      return 0
+    fi
+    others="some"
   fi
-  ensure_template
-  run_psql postgres -c "drop database if exists $DB" \
-    -c "create database $DB template $SEED_DB strategy file_copy"
-  HOW="copied from $SEED_DB"
+  run_psql "$DB" -f "$SQL_DIR/reset.sql" >/dev/null
+  run_psql "$DB" -f "$SQL_DIR/pg_stat_statements.sql" >/dev/null
+  HOW="reseeded in place ($others sessions open)"
 }
 
 # Seed once: on first creation, or if an earlier seeding was interrupted or

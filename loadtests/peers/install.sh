@@ -5,8 +5,8 @@
 #   loadtests/peers/install.sh
 #
 # Needs npm (any recent Node) and the npm registry. Each lockfile is installed
-# once per machine (../npm_cache.sh, in ~/.cache/notesd/npm) and linked from
-# express/node_modules and runtimes/node_modules.
+# once per machine (../npm_cache.sh, in ~/.cache/notesd/npm) and hard-linked
+# into express/node_modules and runtimes/node_modules.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

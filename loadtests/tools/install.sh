@@ -13,8 +13,8 @@
 #
 # The npm tools (autocannon, artillery, loadtest) are pinned in package-lock.json and
 # installed once per lockfile on this machine (loadtests/npm_cache.sh: 600 MB, in
-# ~/.cache/notesd/npm), linked from loadtests/tools/node_modules, where the adapters look
-# first. Install scripts
+# ~/.cache/notesd/npm) and hard-linked into loadtests/tools/node_modules, where the
+# adapters look first. Install scripts
 # are not run: none of the three needs one (the native WebSocket helpers fall back to
 # JavaScript), and artillery's dependencies would otherwise try to download a browser.
 #

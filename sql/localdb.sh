@@ -2,7 +2,9 @@
 # Private PostgreSQL instance for notesd (used by server/run.sh and the load
 # tests).  It listens only on 127.0.0.1 and on a unix socket inside its data
 # directory, with trust authentication, and holds one database, `notes`,
-# seeded from sql/schema.sql + sql/seed.sql.
+# seeded from sql/schema.sql + sql/seed.sql.  The seeded rows are kept once more
+# in `notes_seed`, a database nobody connects to, from which `notes` is copied
+# file by file: a reset costs a copy of the files, not a reseed.
 #
 # Usage: sql/localdb.sh <command>
 #   start        create the cluster + database and seed it on first use, start
@@ -10,8 +12,9 @@
 #   stop         fast shutdown if running
 #   status       exit 0 if running, 3 if not (like pg_ctl status)
 #   url          print the database URL
-#   reset        drop, recreate and reseed the notes table (sql/reset.sql),
-#                then clear pg_stat_statements
+#   reset        copy the notes database again from notes_seed (reseed the
+#                table in place while sessions are connected to it), then
+#                clear pg_stat_statements
 #   psql [args]  open psql on the notes database
 #
 # Environment:
@@ -34,6 +37,8 @@ REPO="$(dirname "$SQL_DIR")"
 DEFAULT_PORT=54329
 PORT="${NOTESD_PGPORT:-$DEFAULT_PORT}"
 DB=notes
+SEED_DB=notes_seed   # the seeded template `notes` is copied from
+HOW=""               # how reseed() put the rows back, for reset's line
 PG_OS_USER=postgres   # OS account that owns the cluster when invoked as root
 
 die() { echo "localdb: $*" >&2; exit 1; }
@@ -232,22 +237,67 @@ ensure_database() {
   [[ "$exists" == 1 ]] || run_psql postgres -c "create database $DB"
 }
 
+# What the seeded rows are made from: notes_seed carries this digest as its
+# comment and is seeded again when the SQL has changed since.
+seed_digest() {
+  cat "$SQL_DIR/schema.sql" "$SQL_DIR/seed.sql" "$SQL_DIR/pg_stat_statements.sql" | sha256sum | cut -c1-16
+}
+
+# notes_seed, seeded once by sql/reset.sql (which drops any partial table
+# first), then closed to connections so that nothing can hold it open when it
+# is copied; a template copied while a session writes to it would be torn.
+ensure_template() {
+  local digest have
+  digest="$(seed_digest)"
+  have="$(run_psql postgres -tA -c "select coalesce(shobj_description(oid, 'pg_database'), '')
+                                    from pg_database where datname = '$SEED_DB'")"
+  [[ "$have" == "$digest" ]] && return 0
+  info "seeding database $SEED_DB (200000 rows)"
+  local t0 t1
+  t0="$(date +%s.%N)"
+  run_psql postgres -c "drop database if exists $SEED_DB" -c "create database $SEED_DB"
+  run_psql "$SEED_DB" -f "$SQL_DIR/reset.sql" >/dev/null
+  run_psql "$SEED_DB" -f "$SQL_DIR/pg_stat_statements.sql" >/dev/null
+  run_psql postgres -c "alter database $SEED_DB with allow_connections false" \
+    -c "comment on database $SEED_DB is '$digest'"
+  t1="$(date +%s.%N)"
+  info "seeded in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1fs", b - a }')"
+}
+
+# notes, copied from notes_seed: file_copy copies the database's files after a
+# checkpoint (about a second for its 65 MB) where wal_log would write them all
+# to the WAL. Only while no session is connected to notes: a running server
+# (bench resets under its targets) keeps its connections, and the table is
+# reseeded in place instead, as sql/reset.sql does.
+# A session that connects between the count and the drop makes the drop fail,
+# leaving notes as it was: it is then reseeded in place too.
+reseed() {
+  local others
+  others="$(run_psql postgres -tA -c "select count(*) from pg_stat_activity where datname = '$DB'")"
+  if [[ "$others" == 0 ]]; then
+    ensure_template
+    if run_psql postgres -c "drop database if exists $DB" 2>/dev/null; then
+      run_psql postgres -c "create database $DB template $SEED_DB strategy file_copy"
+      HOW="copied from $SEED_DB"
+      return 0
+    fi
+    others="some"
+  fi
+  run_psql "$DB" -f "$SQL_DIR/reset.sql" >/dev/null
+  run_psql "$DB" -f "$SQL_DIR/pg_stat_statements.sql" >/dev/null
+  HOW="reseeded in place ($others sessions open)"
+}
+
 # Seed once: on first creation, or if an earlier seeding was interrupted or
-# the table was dropped.  reset.sql drops any partial table first.
+# the table was dropped.
 ensure_seeded() {
   local has_table
   has_table="$(run_psql "$DB" -tA -c "select to_regclass('public.notes') is not null")"
   if [[ -f "$SEEDED_MARK" && "$has_table" == t ]]; then
     return 0
   fi
-  info "seeding database $DB (200000 rows)"
-  local t0 t1
-  t0="$(date +%s.%N)"
-  run_psql "$DB" -f "$SQL_DIR/reset.sql" >/dev/null
-  run_psql "$DB" -f "$SQL_DIR/pg_stat_statements.sql" >/dev/null
-  t1="$(date +%s.%N)"
+  reseed
   as_owner touch "$SEEDED_MARK"
-  info "seeded in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1fs", b - a }')"
 }
 
 # ---------------------------------------------------------------------------
@@ -310,11 +360,10 @@ cmd_reset() {
   require_running
   local t0 t1
   t0="$(date +%s.%N)"
-  run_psql "$DB" -f "$SQL_DIR/reset.sql" >/dev/null
-  run_psql "$DB" -f "$SQL_DIR/pg_stat_statements.sql" >/dev/null
+  reseed
   run_psql "$DB" -c "select pg_stat_statements_reset()" >/dev/null
   t1="$(date +%s.%N)"
-  echo "postgres: notes reset and reseeded in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1fs", b - a }')"
+  echo "postgres: notes $HOW in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1fs", b - a }')"
 }
 
 cmd_psql() {

@@ -85,8 +85,8 @@ class LocalDatabase:
         return urllib.parse.urlsplit(self.url or "").path.lstrip("/") or None
 
     def reset(self):
-        """Drops, recreates and reseeds the notes table (through localdb.sh for the
-        private cluster, sql/reset.sql otherwise); returns the seconds it took.
+        """Puts the seeded notes table back (`localdb.sh reset` for the private cluster:
+        a copy of its seeded template; sql/reset.sql otherwise); returns the seconds it took.
         DatabaseError when it fails."""
         t0 = time.monotonic()
         if self.private:

@@ -64,8 +64,8 @@ def server_version(url):
 
 
 def reset(url, private):
-    """Drops, recreates and reseeds the notes table: through localdb.sh for the private
-    cluster, else with sql/reset.sql (and pg_stat_statements enabled and reset, when the
+    """Puts the seeded notes table back: through localdb.sh for the private cluster (a
+    copy of its seeded template), else with sql/reset.sql (and pg_stat_statements enabled and reset, when the
     server allows it)."""
     if private:
         localdb("reset")

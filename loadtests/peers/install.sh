@@ -4,19 +4,20 @@
 #
 #   loadtests/peers/install.sh
 #
-# Needs npm (any recent Node) and the npm registry. Nothing is installed
-# outside loadtests/peers/.
+# Needs npm (any recent Node) and the npm registry. Each lockfile is installed
+# once per machine (../npm_cache.sh, in ~/.cache/notesd/npm) and hard-linked
+# into express/node_modules and runtimes/node_modules.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-
-command -v npm >/dev/null || { echo "install.sh: npm not found" >&2; exit 1; }
+# shellcheck source=loadtests/npm_cache.sh
+. "$here/../npm_cache.sh"
 
 echo "== express peer ($here/express)"
-(cd "$here/express" && npm ci --no-audit --no-fund)
+npm_ci_cached "$here/express" 0 --no-audit --no-fund
 
 echo "== runtimes ($here/runtimes)"
-(cd "$here/runtimes" && npm ci --no-audit --no-fund)
+npm_ci_cached "$here/runtimes" 0 --no-audit --no-fund
 
 bin="$here/runtimes/node_modules/.bin"
 status=0

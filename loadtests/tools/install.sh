@@ -7,11 +7,14 @@
 #                                            it ends by saying where k6 stands
 #   loadtests/tools/install.sh --all --dry-run   what --all would install, nothing done
 #   loadtests/tools/install.sh               the npm tools alone: npm ci (a clean install from
-#                                            package-lock.json into loadtests/tools/node_modules)
-#   loadtests/tools/install.sh --if-missing  the npm tools, only when a binary is missing
+#                                            package-lock.json, replacing the cached one)
+#   loadtests/tools/install.sh --if-missing  the npm tools, only when a binary is missing:
+#                                            linked to the cached install when it is complete
 #
 # The npm tools (autocannon, artillery, loadtest) are pinned in package-lock.json and
-# go into loadtests/tools/node_modules, where the adapters look first. Install scripts
+# installed once per lockfile on this machine (loadtests/npm_cache.sh: 600 MB, in
+# ~/.cache/notesd/npm) and hard-linked into loadtests/tools/node_modules, where the
+# adapters look first. Install scripts
 # are not run: none of the three needs one (the native WebSocket helpers fall back to
 # JavaScript), and artillery's dependencies would otherwise try to download a browser.
 #
@@ -37,13 +40,15 @@ for arg in "$@"; do
 done
 if ((dry && !all)); then echo "install.sh: --dry-run goes with --all" >&2; exit 2; fi
 
+# shellcheck source=loadtests/npm_cache.sh
+. "$here/../npm_cache.sh"
+
 npm_tools_present() {
   for tool in "${tools[@]}"; do [ -x "$here/node_modules/.bin/$tool" ] || return 1; done
 }
 
 install_npm() {
-  command -v npm >/dev/null || { echo "install.sh: npm not found (apt-get install -y npm)" >&2; exit 1; }
-  (cd "$here" && npm ci --ignore-scripts --no-audit --no-fund --prefer-offline)
+  npm_ci_cached "$here" "$1" --ignore-scripts --no-audit --no-fund --prefer-offline
   for tool in "${tools[@]}"; do
     printf '%-10s %s\n' "$tool" "$here/node_modules/.bin/$tool"
   done
@@ -54,7 +59,7 @@ if ((!all)); then
     echo "install.sh: ${tools[*]} already installed"
     exit 0
   fi
-  install_npm
+  install_npm "$((!if_missing))"
   exit 0
 fi
 
@@ -71,7 +76,7 @@ done
 if npm_tools_present; then
   echo "npm     ${tools[*]}: installed (loadtests/tools/node_modules)"
 else
-  echo "npm     ${tools[*]}: to install (npm ci in loadtests/tools)"
+  echo "npm     ${tools[*]}: to install (npm ci in loadtests/tools, once per lockfile: npm_cache.sh)"
 fi
 if ((dry)); then
   echo "dry run: nothing installed"
@@ -89,7 +94,7 @@ else
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       "${missing[@]}"
   fi
-  npm_tools_present || install_npm
+  npm_tools_present || install_npm 0
 fi
 
 # k6: not installable from here; say where it stands.

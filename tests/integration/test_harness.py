@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The comparison harness end to end, small: loadtests/run.sh --tool wrk runs notesd
-for one round of read, write and json (2 s each, 8 connections) against a PostgreSQL of
+for one round of read, write and json (3 s each, 8 connections) against a PostgreSQL of
 this test's own, and its results must be complete and consistent: one entry per
 test, no failed request, client and server counts reconciled, startup time
 recorded, charts that are well-formed SVG, and each test's scrapes as OpenMetrics

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The comparison itself end to end: loadtests/run.sh runs notesd beside the Express
 peer on Node (and on Bun and Deno, which loadtests/peers/install.sh installs with it
-from npm) for one round of read and json, 2 s each, and every check of
+from npm) for one round of read and json, 3 s each, and every check of
 test_harness.py must hold for every target: every test reconciled, every figure of
 every target a number (nothing in report.md reads n/a), a bar per target and test in
 both charts, each target's requests totalled on its own.
@@ -11,8 +11,9 @@ this is the test that reads a real peer's page.
 
     NOTESD_REPO=/path/to/repo /usr/bin/python3 tests/integration/test_harness_peers.py
 
-Needs npm and the npm registry the first time (the peer and the pinned runtimes, about
-a minute); a runtime that does not install or run is left out and named.
+Needs npm and the npm registry the first time on a machine (the peer and the pinned runtimes,
+about a minute; loadtests/npm_cache.sh keeps them for the next checkout); a runtime
+that does not install or run is left out and named.
 """
 import os
 import subprocess

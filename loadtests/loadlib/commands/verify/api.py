@@ -274,11 +274,10 @@ def check_put_missing(c):
 
 def trace_of_write(c, before, title, row_id=None, row_before=None):
     """'' when the database shows no trace of a write, else what changed."""
-    after = c.db.footprint()
+    after, n = c.db.footprint_and_titled(title)
     changes = []
     if after != before:
         changes.append(f"rows/max id {before} -> {after}")
-    n = c.db.one("select count(*) from notes where title = %s", (title,))[0]
     if n:
         changes.append(f"{n} row(s) with the sent title")
     if row_id is not None and c.db.row(row_id) != row_before:

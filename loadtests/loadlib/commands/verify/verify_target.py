@@ -90,6 +90,13 @@ class Db:
         """(rows, max id): what a write would change."""
         return self.one("select count(*), coalesce(max(id), 0) from notes")
 
+    def footprint_and_titled(self, title):
+        """((rows, max id), rows with `title`): footprint() and the count of rows a
+        write with that title left, in one pass over the table instead of two."""
+        rows, max_id, titled = self.one("select count(*), coalesce(max(id), 0), "
+                                        "count(*) filter (where title = %s) from notes", (title,))
+        return (rows, max_id), titled
+
     def now_us(self):
         return self.one("select (extract(epoch from clock_timestamp()) * 1000000)::bigint")[0]
 

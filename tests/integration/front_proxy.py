@@ -122,8 +122,7 @@ def _reset(sock):
 class Front:
     """One proxy process (`command` + the relay's URL + its port) and its relay."""
 
-    def __init__(self, command, port, log_dir, started):
-        """`started`: notes_testlib's list of processes to kill if a test leaves them."""
+    def __init__(self, command, port, log_dir):
         self.relay = Relay()
         self.port = port
         self.owner = None
@@ -131,7 +130,6 @@ class Front:
                                f"front-{os.getpid()}-{port}.log"), "w") as log:
             self.proc = subprocess.Popen([*command, f"http://127.0.0.1:{self.relay.port}", str(port)],
                                          stdout=log, stderr=subprocess.STDOUT)
-        started.append(self.proc)
 
     def stop(self):
         self.relay.close()
@@ -147,11 +145,11 @@ class Front:
 _fronts = []  # every Front this process started, free ones reused
 
 
-def take(owner, upstream_port, command, free_port, log_dir, started):
+def take(owner, upstream_port, command, free_port, log_dir):
     """A running Front no notesd holds (or a new one), now relaying to upstream_port."""
     front = next((f for f in _fronts if f.owner is None and f.proc.poll() is None), None)
     if front is None:
-        front = Front(command, free_port(), log_dir, started)
+        front = Front(command, free_port(), log_dir)
         _fronts.append(front)
     front.owner = owner
     front.relay.retarget(upstream_port)
@@ -167,6 +165,7 @@ def give_back(front):
 @atexit.register
 def _stop_all():
     """SIGTERM, so each proxy writes out its log before the process that reads it
-    (prism_suites.py) counts the lines."""
+    (prism_suites.py) counts the lines. This module stops its own proxies: in
+    notes_testlib's list of leftovers, killed at exit, they would get SIGKILL."""
     for front in _fronts:
         front.stop()

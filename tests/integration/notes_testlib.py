@@ -214,8 +214,7 @@ class Notesd:
     def _start_front(self):
         """Points `port` at a proxy of NOTESD_FRONT relaying to this notesd: a free one
         of this process, else a new one (front_proxy.py)."""
-        self.front = front_proxy.take(self, self.direct_port, FRONT, free_port, FRONT_LOG_DIR,
-                                      _started)
+        self.front = front_proxy.take(self, self.direct_port, FRONT, free_port, FRONT_LOG_DIR)
         _front_ports.add(self.front.port)
 
         def answers():

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# prism_front.sh: Prism's validation proxy for docs/openapi.json in front of one
-# notesd, as notes_testlib starts it (NOTESD_FRONT): every request is forwarded
+# prism_front.sh: Prism's validation proxy for docs/openapi.json in front of
+# notesd, as notes_testlib starts it (NOTESD_FRONT; the upstream is the relay of
+# tests/integration/front_proxy.py, which joins it to the notesd of the moment): every request is forwarded
 # unchanged, and each answer carries an `sl-violations` header listing where
 # the request or the response departs from the description (also logged).
 #

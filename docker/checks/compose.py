@@ -1,6 +1,7 @@
 """The Compose files: they parse, pin every image, start the servers after a healthy
 database, give the database and Prometheus the settings the comparison needs, and
 docker-compose accepts them."""
+import concurrent.futures
 import os
 import re
 import shutil
@@ -135,7 +136,7 @@ def check_docker_compose_config():
             ([HERE / "compose.yaml", HERE / "compose.load.yaml"], COMPOSE_TEST_ENV),
             ([HERE / "replay" / "compose.yaml"], {}),
             ([HERE / "compose.yaml", HERE / "compose.offline.yaml"], {})]
-    for files, extra in runs:
+    def config(files, extra):
         cmd = [exe]
         for f in files:
             cmd += ["-f", str(f)]
@@ -144,7 +145,11 @@ def check_docker_compose_config():
         for k in ("APP_HOST", "DB_HOST"):
             if k not in extra:
                 env.pop(k, None)
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(ROOT))
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(ROOT))
+    # Side by side: each run is mostly docker-compose's own start-up.
+    with concurrent.futures.ThreadPoolExecutor(len(runs)) as pool:
+        results = list(pool.map(lambda run: config(*run), runs))
+    for (files, _), r in zip(runs, results):
         if r.returncode != 0:
             problems.append(f"docker-compose {' '.join(rel(f) for f in files)} config -q: "
                             f"{one_line(r.stdout + r.stderr)}")

@@ -55,6 +55,7 @@ RUNTIME_BINARIES = {"node": "node/bin/node", "bun": "bun/bin/bun.exe", "deno": "
 # official 26.10.0 image has its release's npm 11, which only runs `npm ci` here.
 STANDIN_NPM = "11.20.0"
 STANDIN_LABEL = "org.notesd.standin"
+STANDIN_DIGEST_LABEL = "org.notesd.standin-digest"  # what a stand-in was built from
 # The certificate authorities the host trusts (Debian's ca-certificates, with
 # the local ones update-ca-certificates added).
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
@@ -225,7 +226,8 @@ class Engine:
     def inspect(self, container, fmt):
         return self.run("inspect", "--format", fmt, container).stdout.strip()
 
-    def build(self, tag, dockerfile, context, target=None, build_args=None, log_name=None):
+    def build(self, tag, dockerfile, context, target=None, build_args=None, log_name=None,
+              labels=None):
         """BuildKit build with host networking (apt-get and npm in RUN steps);
         returns seconds taken. The log goes to the cache directory."""
         args = ["build", "--network", "host", "--progress", "plain", "-f", dockerfile, "-t", tag]
@@ -233,6 +235,8 @@ class Engine:
             args += ["--target", target]
         for k, v in (build_args or {}).items():
             args += ["--build-arg", f"{k}={v}"]
+        for k, v in (labels or {}).items():
+            args += ["--label", f"{k}={v}"]
         t0 = time.monotonic()
         r = self.run(*args, context, check=False, env={"DOCKER_BUILDKIT": "1"}, timeout=1200)
         took = time.monotonic() - t0
@@ -279,17 +283,35 @@ class Engine:
         """Makes the peer base `ref` (node, bun or deno image) available. A
         pulled original is used as it is; otherwise a stand-in is built from
         docker/tests/Dockerfile.runtimes (target `runtime`) on the Debian base
-        and tagged `ref`. The stand-in is rebuilt every run, which BuildKit's
-        cache makes a matter of seconds, so an edit of that file takes effect."""
+        and tagged `ref`, labelled with a digest of what it is built from
+        (standin_digest); a stand-in with the same digest is kept, and an edit
+        of any of it builds a new one."""
         if self.has_image(ref) and not self.is_standin(ref):
             return "present"
         if os.environ.get("NOTESD_DOCKER_PULL") == "1":
             if self.run("pull", ref, check=False, timeout=300).returncode == 0:
                 return "pulled"
         context = self.runtimes_context()
+        digest = self.standin_digest(context)
+        fmt = '{{index .Config.Labels "' + STANDIN_DIGEST_LABEL + '"}}'
+        if self.run("image", "inspect", "--format", fmt, ref, check=False).stdout.strip() == digest:
+            return "stand-in, unchanged"
         took = self.build(ref, RUNTIMES_DOCKERFILE, context, target=runtime,
-                          build_args={"DEBIAN_BASE": DEBIAN_BASE}, log_name=f"standin-{runtime}")
+                          build_args={"DEBIAN_BASE": DEBIAN_BASE}, log_name=f"standin-{runtime}",
+                          labels={STANDIN_DIGEST_LABEL: digest})
         return f"stand-in, {took:.0f} s"
+
+    def standin_digest(self, context):
+        """sha256 of Dockerfile.runtimes, the Debian base's image ID and the context:
+        its runtimes by the digest of the lockfile they were installed from
+        (runtimes_context's stamp), and its CA bundle."""
+        h = hashlib.sha256()
+        for path in (RUNTIMES_DOCKERFILE, os.path.join(os.path.dirname(context), "stamp"),
+                     os.path.join(context, "ca-certificates.crt")):
+            with open(path, "rb") as f:
+                h.update(f.read())
+        h.update(self.run("image", "inspect", "--format", "{{.Id}}", DEBIAN_BASE).stdout.encode())
+        return h.hexdigest()
 
     @staticmethod
     def _copy_ca_bundle(context):

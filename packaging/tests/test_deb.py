@@ -29,19 +29,27 @@ BUILD = os.path.abspath(os.environ.get("NOTESD_BUILD_DIR") or os.path.join(lib.R
 OUT = os.path.join(BUILD, "package-test")
 
 
-def package_of(path):
-    """The Debian package that holds a library, as dpkg knows it: dpkg records
-    the path the package ships, which on a merged /usr may be /lib's or /usr/lib's
-    name for the file that ldconfig names."""
-    real = os.path.realpath(path)
-    names = {path, real, os.path.join(os.path.dirname(path), os.path.basename(real))}
-    names |= {n.replace("/usr/lib/", "/lib/", 1) for n in names} | \
-             {n.replace("/lib/", "/usr/lib/", 1) for n in names if n.startswith("/lib/")}
-    for name in sorted(names):
-        r = lib.run(["dpkg", "-S", name], check=False)
-        if r.returncode == 0:
-            return r.stdout.split(":")[0]
-    return None
+def packages_of(paths):
+    """{path: the Debian package that holds that library, or None}, as dpkg knows
+    it: dpkg records the path the package ships, which on a merged /usr may be
+    /lib's or /usr/lib's name for the file that ldconfig names. One dpkg -S for
+    all of them: each call reads dpkg's whole file list."""
+    candidates = {}
+    for path in paths:
+        real = os.path.realpath(path)
+        names = {path, real, os.path.join(os.path.dirname(path), os.path.basename(real))}
+        names |= {n.replace("/usr/lib/", "/lib/", 1) for n in names} | \
+                 {n.replace("/lib/", "/usr/lib/", 1) for n in names if n.startswith("/lib/")}
+        candidates[path] = sorted(names)
+    asked = sorted({n for names in candidates.values() for n in names})
+    owner = {}
+    # "package[:arch]: path" per match; names nobody owns go to stderr.
+    for line in lib.run(["dpkg", "-S", *asked], check=False).stdout.splitlines():
+        package, sep, owned = line.partition(": ")
+        if sep and not line.startswith("diversion "):
+            owner[owned.strip()] = package.split(":")[0]
+    return {path: next((owner[n] for n in names if n in owner), None)
+            for path, names in candidates.items()}
 
 
 def main():
@@ -85,11 +93,13 @@ def main():
     binary = os.path.join(extract, "usr", "bin", "notesd")
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]",
                         lib.run(["readelf", "-d", binary]).stdout)
-    providers = {}
     cache = lib.run(["ldconfig", "-p"]).stdout
+    found = {}
     for soname in needed:
         m = re.search(rf"^\s+{re.escape(soname)} \(libc6,x86-64\) => (\S+)$", cache, re.M)
-        providers[soname] = m and package_of(m.group(1))
+        found[soname] = m and m.group(1)
+    owners = packages_of([path for path in found.values() if path])
+    providers = {soname: path and owners[path] for soname, path in found.items()}
     print("NEEDED: " + ", ".join(f"{s} ({p})" for s, p in providers.items()))
     uncovered = [s for s, p in providers.items() if p not in depends]
     c.check(f"Depends covers every NEEDED library ({len(needed)})", needed and not uncovered,

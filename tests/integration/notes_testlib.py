@@ -26,6 +26,8 @@ import unittest
 
 import psycopg2
 
+import front_proxy
+
 REPO = os.environ.get("NOTESD_REPO") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The method of every 405 probe: no row of server/routes.h may name it
@@ -39,9 +41,11 @@ SANITIZED = os.environ.get("NOTESD_SANITIZED", "0") not in ("", "0", "OFF", "FAL
 TSAN = os.environ.get("NOTESD_TSAN", "0") not in ("", "0", "OFF", "FALSE")
 # A proxy in front of every notesd this library starts (tests/openapi/prism_suites.py
 # puts Prism's validation proxy there): a command to which the upstream's URL and a
-# port to listen on are appended. Tests then reach the API port through it
-# (Notesd.port is the proxy's, Notesd.direct_port notesd's own), and every answer's
-# `sl-violations` header is written to NOTESD_FRONT_LOG_DIR, with the proxy's log.
+# port to listen on are appended; started once and shared by the notesd processes
+# that run one after the other (front_proxy.py). Tests then reach the API port
+# through it (Notesd.port is the proxy's, Notesd.direct_port notesd's own), and every
+# answer's `sl-violations` header is written to NOTESD_FRONT_LOG_DIR, with the
+# proxy's log.
 FRONT = os.environ.get("NOTESD_FRONT", "").split()
 FRONT_LOG_DIR = os.environ.get("NOTESD_FRONT_LOG_DIR", "")
 _front_ports = set()  # the ports of the proxies started, whose answers are recorded
@@ -208,28 +212,23 @@ class Notesd:
             self._start_front()
 
     def _start_front(self):
-        """Starts NOTESD_FRONT's proxy to this notesd and points `port` at it."""
-        port = free_port()
-        log = open(os.path.join(FRONT_LOG_DIR or tempfile_dir(),
-                                f"front-{os.getpid()}-{port}.log"), "w")
-        self.front = subprocess.Popen([*FRONT, f"http://127.0.0.1:{self.direct_port}", str(port)],
-                                      stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-        _started.append(self.front)
+        """Points `port` at a proxy of NOTESD_FRONT relaying to this notesd: a free one
+        of this process, else a new one (front_proxy.py)."""
+        self.front = front_proxy.take(self, self.direct_port, FRONT, free_port, FRONT_LOG_DIR)
+        _front_ports.add(self.front.port)
 
         def answers():
-            if self.front.poll() is not None:
-                raise AssertionError(f"the proxy exited with {self.front.returncode}")
+            if self.front.proc.poll() is not None:
+                raise AssertionError(f"the proxy exited with {self.front.proc.returncode}")
             if self.proc.poll() is not None:
                 raise AssertionError(f"notesd exited with {self.proc.returncode} behind the proxy: "
                                      f"{self.read_output()}")
             try:
-                return request(port, "GET", "/status")[0] == 200
+                return request(self.front.port, "GET", "/status")[0] == 200
             except OSError:
                 return False
-        _front_ports.add(port)
         poll(answers, timeout=60, what="the proxy in front of notesd to answer /status")
-        self.port = port
+        self.port = self.front.port
 
     def _read_ports(self, timeout):
         """(API port, TLS port or None, metrics port) from the start-up line, read as it is
@@ -279,9 +278,9 @@ class Notesd:
         return self.output_so_far()
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.front is not None and self.front.poll() is None:
-            self.front.terminate()
-            self.front.wait(30)
+        if self.front is not None:
+            front_proxy.give_back(self.front)
+            self.front = None
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:

@@ -4,25 +4,31 @@
 #
 #   tests/openapi/install.sh
 #
+# As the load tools are, once per lockfile on this machine (loadtests/npm_cache.sh, in
+# ~/.cache/notesd/npm) and hard-linked into node_modules here: a fresh clone of the same
+# lockfile unpacks nothing.
+#
 # Exits 77 (CTest's skip) when npm is missing or cannot install them (no
 # registry reachable), saying why; any other failure is an error.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
+# shellcheck source=loadtests/npm_cache.sh
+. "$here/../../loadtests/npm_cache.sh"
 # One at a time: CTest runs the checks that need these tools side by side, and two
-# `npm ci` in one directory would undo each other.
-exec 9<package-lock.json
-flock 9
-if [ -x node_modules/.bin/redocly ] && [ -x node_modules/.bin/prism ] &&
-  [ -x node_modules/.bin/dredd ]; then
+# installs into one directory would undo each other.
+exec 7<package-lock.json
+flock 7
+installed() { [ -x "$1/.bin/redocly" ] && [ -x "$1/.bin/prism" ] && [ -x "$1/.bin/dredd" ]; }
+if installed node_modules; then
   exit 0
 fi
 if ! command -v npm >/dev/null; then
   echo "install.sh: npm not found (apt-get install -y npm): skipping" >&2
   exit 77
 fi
-if ! npm ci --ignore-scripts --no-audit --no-fund --prefer-offline >&2; then
+if ! npm_ci_cached "$here" 0 --ignore-scripts --no-audit --no-fund --prefer-offline >&2; then
   echo "install.sh: npm ci failed (is the npm registry reachable?): skipping" >&2
   exit 77
 fi

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# prism_front.sh: Prism's validation proxy for docs/openapi.json in front of one
-# notesd, as notes_testlib starts it (NOTESD_FRONT): every request is forwarded
-# unchanged, and each answer carries an `sl-violations` header listing where
-# the request or the response departs from the description (also logged).
+# prism_front.sh: Prism's validation proxy for docs/openapi.json in front of
+# notesd, as notes_testlib starts it (NOTESD_FRONT; its upstream is the relay of
+# tests/integration/front_proxy.py, joined to the notesd of the moment): every
+# request is forwarded unchanged, and each answer carries an `sl-violations`
+# header listing where the request or the response departs from the
+# description (also logged).
 #
 #   tests/openapi/prism_front.sh http://127.0.0.1:UPSTREAM_PORT PORT
 #

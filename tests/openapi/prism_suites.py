@@ -6,8 +6,9 @@ departs from it.
     tests/openapi/prism_suites.py api fixture     (CTest: integration_prism_api, ...)
 
 Each suite (tests/integration/test_<name>.py) runs unchanged, with NOTESD_FRONT
-naming prism_front.sh: notes_testlib starts one Prism per notesd and sends the
-API port's requests through it, recording the `sl-violations` header of each
+naming prism_front.sh: notes_testlib puts a Prism in front of each notesd (one
+started per suite, reused by the servers that follow; tests/integration/front_proxy.py)
+and sends the API port's requests through it, recording the `sl-violations` header of each
 answer. Tests that cannot go through an HTTP proxy are skipped there, each with
 its reason (notes_testlib.direct_only). Then every violation is judged:
 

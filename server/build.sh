@@ -33,12 +33,13 @@ PACKAGES=(build-essential cmake pkg-config libh2o-evloop-dev libpq-dev libcjson-
 # (docker.io), mmdebstrap for the Debian base image, Compose v1, and kubectl for rendering
 # docker/kubernetes/ (Debian's kubernetes-client only where no kubectl is on PATH: a newer
 # one is not replaced). hypothesis and jsonschema: the contract test draws its requests from
-# docs/openapi.json and judges the answers with them.
+# docs/openapi.json and judges the answers with them. ccache: tests/run.sh's builds of the
+# same sources compile once.
 TEST_PACKAGES=(python3 python3-psycopg2 python3-yaml python3-brotli python3-prometheus-client
                python3-numpy python3-scipy prometheus clang libclang-rt-14-dev clang-format wrk valgrind
                docker-compose graphviz docker.io mmdebstrap nghttp2-client apache2-utils hey siege
                httperf python3-locust tsung iproute2 python3-h2 slowhttptest chromium lintian
-               man-db systemd systemd-container python3-hypothesis python3-jsonschema)
+               man-db systemd systemd-container python3-hypothesis python3-jsonschema ccache)
 command -v kubectl >/dev/null || TEST_PACKAGES+=(kubernetes-client)
 # npm installs the peer runtimes the image test wraps into stand-ins of the peer
 # images' bases (a Node.js from outside Debian ships its own npm, and conflicts

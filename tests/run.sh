@@ -5,10 +5,11 @@
 #   3. builds with ASan+UBSan and runs the server's unit and integration tests again;
 #   4. builds with ThreadSanitizer (clang) and runs the multi-loop tests: no data race;
 #   5. builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 10).
-# Steps 3 to 5 run as one chain in the background while step 2's tests run, TEST_JOBS
-# (default three times the cores) at a time: the chain's CTest runs CHAIN_JOBS tests at a
-# time (default 2; the fuzzers one at a time). Step 2's `serial` tests (timing verdicts:
-# k6's open model, honest schedules judged, bench --compare) run last, alone. Every test has its own
+# Steps 3, and 4 then 5, run as two chains in the background while step 2's tests run,
+# TEST_JOBS (default twice the cores) at a time: the sanitizers' CTest runs CHAIN_JOBS tests
+# at a time (default 2), the fuzzers one at a time. Step 2's `serial` tests (timing verdicts:
+# k6's open model, honest schedules judged, bench --compare) run last, alone. Every build
+# goes through ccache when it is installed. Every test has its own
 # database (copied from a seeded template) and ports the kernel picks, which is what
 # lets them share the machine; tests/README.md ("Running in parallel") says more.
 # It ends with one line: "N passed, M failed, K skipped" over all suites (the
@@ -36,15 +37,22 @@ case "${1:-}" in
   *) echo "usage: tests/run.sh [--quick]" >&2; exit 2 ;;
 esac
 "$REPO/server/build.sh" --test-deps --deps-only
+# The four trees, the package's build and bench --compare's build the same sources: through
+# ccache, each compiles what the cache has not seen (a second run, or another clone of the
+# same sources: paths inside the checkout are hashed relative to it).
+if command -v ccache >/dev/null; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$REPO" CCACHE_NOHASHDIR=1
+fi
 
 # Each suite's tally goes to a file, one line per CTest run, because the sanitizer,
 # ThreadSanitizer and fuzzing suites run in a background chain (below).
 TALLY="$(mktemp)"
 trap 'rm -f "$TALLY"' EXIT
 # CTest runs this many tests at once in the strict build: most of them wait on sockets,
-# timers, PostgreSQL and npm (each has a database and ports of its own), so three times the
-# cores; the chain beside it, CHAIN_JOBS.
-JOBS="${TEST_JOBS:-$(( $(nproc) * 3 ))}"
+# timers, PostgreSQL and npm (each has a database and ports of its own), so twice the
+# cores (more, and the tests whose verdicts compare CPU shares lose them); the sanitizers'
+# chain beside it, CHAIN_JOBS.
+JOBS="${TEST_JOBS:-$(( $(nproc) * 2 ))}"
 CHAIN_JOBS="${CHAIN_JOBS:-2}"
 
 # build NAME BUILD_DIR [cmake args...]
@@ -98,9 +106,9 @@ if [[ $QUICK == 1 ]]; then
   exit $?
 fi
 
-# The sanitizer, ThreadSanitizer and fuzzing builds and their tests, one after the other,
-# while the strict build's tests run: they share no build directory, PostgreSQL or port.
-# Their output is printed when they are done, each suite in one piece.
+# The sanitizer, ThreadSanitizer and fuzzing builds and their tests, in two chains beside
+# the strict build's tests: they share no build directory, PostgreSQL or port. Their output
+# is printed when they are done, each suite in one piece.
 sanitizer_chain() {
   # The server's own tests again under the sanitizers: unit and integration. The
   # load-tool, harness and database-script suites (verify, harness, localdb), the
@@ -109,6 +117,9 @@ sanitizer_chain() {
   build "sanitizers (ASan+UBSan)" "$REPO/build-asan" -DNOTESD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
   run_tests "sanitizers (ASan+UBSan)" "$REPO/build-asan" -j"$CHAIN_JOBS" \
     -LE '^(style|loadtests|docker)$' -E '^integration_(verify|harness|localdb)$'
+}
+
+clang_chain() {
   if command -v clang >/dev/null; then
     # Several event loops under load with /metrics scraped from the first moment;
     # a race ends notesd with status 66 and fails the test.
@@ -125,18 +136,21 @@ sanitizer_chain() {
 }
 
 build "strict build" "$REPO/build-test"
-CHAIN_LOG="$REPO/build-test/sanitizer-chain.log"
-sanitizer_chain >"$CHAIN_LOG" 2>&1 &
-chain=$!
+sanitizer_chain >"$REPO/build-test/sanitizer-chain.log" 2>&1 &
+chains=("$!:sanitizer")
+clang_chain >"$REPO/build-test/clang-chain.log" 2>&1 &
+chains+=("$!:clang")
 # Everything but the `serial` tests, $JOBS at a time.
 run_tests "strict build" "$REPO/build-test" -j"$JOBS" -LE '^serial$'
-chain_rc=0
-wait "$chain" || chain_rc=$?
-cat "$CHAIN_LOG"
-if [[ $chain_rc != 0 ]]; then          # a build in the chain failed: no tally of its own
-  echo "== the sanitizer chain stopped with status $chain_rc"
-  echo "0 1 0 1" >>"$TALLY"
-fi
+for chain in "${chains[@]}"; do
+  chain_rc=0
+  wait "${chain%%:*}" || chain_rc=$?
+  cat "$REPO/build-test/${chain#*:}-chain.log"
+  if [[ $chain_rc != 0 ]]; then          # a build in the chain failed: no tally of its own
+    echo "== the ${chain#*:} chain stopped with status $chain_rc"
+    echo "0 1 0 1" >>"$TALLY"
+  fi
+done
 # Last, alone on a quiet machine: the tests whose verdicts are about timing (k6's open
 # model keeping its rate, honest schedules judged kept, bench --compare finding no
 # difference between HEAD and HEAD).

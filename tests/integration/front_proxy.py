@@ -131,6 +131,11 @@ class Front:
             self.proc = subprocess.Popen([*command, f"http://127.0.0.1:{self.relay.port}", str(port)],
                                          stdout=log, stderr=subprocess.STDOUT)
 
+    def give_back(self):
+        """Ends the connections relayed to the notesd that held this proxy, and frees it."""
+        self.relay.retarget(None)
+        self.owner = None
+
     def stop(self):
         self.relay.close()
         if self.proc.poll() is None:
@@ -154,12 +159,6 @@ def take(owner, upstream_port, command, free_port, log_dir):
     front.owner = owner
     front.relay.retarget(upstream_port)
     return front
-
-
-def give_back(front):
-    """Ends the connections relayed to the notesd that held `front`, and frees it."""
-    front.relay.retarget(None)
-    front.owner = None
 
 
 @atexit.register

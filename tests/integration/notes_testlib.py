@@ -26,8 +26,6 @@ import unittest
 
 import psycopg2
 
-import front_proxy
-
 REPO = os.environ.get("NOTESD_REPO") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The method of every 405 probe: no row of server/routes.h may name it
@@ -214,6 +212,7 @@ class Notesd:
     def _start_front(self):
         """Points `port` at a proxy of NOTESD_FRONT relaying to this notesd: a free one
         of this process, else a new one (front_proxy.py)."""
+        import front_proxy   # beside this file; only with a proxy (k6live.py loads this file by path)
         self.front = front_proxy.take(self, self.direct_port, FRONT, free_port, FRONT_LOG_DIR)
         _front_ports.add(self.front.port)
 
@@ -279,7 +278,7 @@ class Notesd:
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
         if self.front is not None:
-            front_proxy.give_back(self.front)
+            self.front.give_back()
             self.front = None
         if self.proc.poll() is None:
             self.proc.send_signal(sig)

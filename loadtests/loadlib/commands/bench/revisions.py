@@ -118,7 +118,9 @@ def build_revision(side, rev, tmp, log_path):
             archive.stdout.close()
             if archive.wait() != 0:
                 raise BuildError(f"git archive {sha} failed")
-        env = dict(os.environ, BUILD_DIR=build_dir, CMAKE_ARGS="-DBUILD_TESTING=OFF")
+        # paths relative to the tree: a ccache the caller set up knows the sources again
+        env = dict(os.environ, BUILD_DIR=build_dir, CMAKE_ARGS="-DBUILD_TESTING=OFF",
+                   CCACHE_BASEDIR=tree)
         run_logged([os.path.join(src, "server", "build.sh")], log_path, env=env)
         binary = os.path.join(build_dir, "notesd")
         if not os.path.exists(binary):

@@ -2,11 +2,10 @@
 settings (seconds), and reconciled exactly with loadtests/reconcile (tolerance
 0: k6 lets in-flight iterations finish, so the server's http_requests_total
 delta equals k6's http_reqs, per route and status); an infeasible open-model
-rate drops iterations and exits with k6's threshold status, 99; breaking.js
-finds a breaking point and stops its ramp; and `loadtests/run.sh --tool k6
---quick` on one mode (its reconcile, and k6's web dashboard report kept with the
-test). The one verdict about timing (a feasible rate drops nothing) is
-test_timing.py's, run alone.
+rate drops iterations and exits with k6's threshold status, 99; and
+`loadtests/run.sh --tool k6 --quick` on one mode (its reconcile, and k6's web
+dashboard report kept with the test). The verdicts about timing (a feasible rate
+drops nothing, breaking.js breaks in time) are test_timing.py's, run alone.
 
     cd loadtests && NOTESD_BIN=../build/notesd NOTESD_PGSTATE=../build-test/pgstate.json \\
       K6=/path/to/k6 /usr/bin/python3 -B -m tests.k6.test_live
@@ -71,22 +70,6 @@ class Scripts(k6live.ScriptRuns):
                 self.assert_reconciled(run, at_least=8)
                 self.assertEqual(run.metric("http_req_failed", "passes"), 0)
         self.assertIn("no breaking point", run.stdout)
-
-    def test_breaking_point_is_found_and_stops_the_ramp(self):
-        # 40 VUs on /primes?below=200000 (about 15 ms of one core each) with a 200 ms
-        # timeout: the queue (~0.6 s) outgrows the timeout at once, the failure rate
-        # passes 20%, and the threshold aborts the 21 s ramp once its 10 s
-        # delayAbortEval has passed, with k6's status 99
-        run = self.run_script(K6, "breaking.js", {"STAGES": "1s:40,20s:40", "BELOW": "200000",
-                                                  "TIMEOUT": "200ms", "GRACEFUL_RAMP_DOWN": "1s"},
-                              name="breaking-point", want_rc=k6live.THRESHOLDS_FAILED)
-        self.server.settle()   # the requests k6 gave up on, still computed, before the next test
-        self.assertIn("BREAKING POINT: failure rate", run.stdout)
-        self.assertIn("first failed request with", run.stdout)
-        self.assertGreaterEqual(run.metric("http_req_failed", "rate"), 0.2)
-        # k6 says so when a threshold with abortOnFail ends the run before its 21 s
-        self.assertIn("stopping test prematurely", run.stderr,
-                      "the threshold did not stop the ramp" + run.output())
 
     def test_hello_fixed_counts(self):
         run = self.run_script(K6, "hello.js", {"WARMUP": "100", "WARMUP_WINDOW": "1s",

@@ -1,7 +1,9 @@
-"""The k6 verdict that is about timing, run alone after everything else (CTest label
-`serial`): the open-model script at a feasible rate drops nothing and exits 0, its run
-reconciled exactly, as in test_live.py. A busy machine's late answers would make k6
-drop iterations that a quiet one does not.
+"""The k6 verdicts that are about timing, run alone after everything else (CTest label
+`serial`): the open-model script at a feasible rate drops nothing and exits 0 (a busy
+machine's late answers would make k6 drop iterations that a quiet one does not), and
+breaking.js finds its breaking point and stops its ramp (its backlog of /primes, both
+cores' worth, drains in seconds only on a quiet machine). Every run reconciled exactly,
+as in test_live.py.
 
     cd loadtests && NOTESD_BIN=../build/notesd NOTESD_PGSTATE=../build-test/pgstate.json \\
       K6=/path/to/k6 /usr/bin/python3 -B -m tests.k6.test_timing
@@ -12,7 +14,7 @@ import unittest
 
 from tests.k6 import k6live
 
-K6 = k6live.require_k6("k6's open model at a feasible rate against notesd")
+K6 = k6live.require_k6("k6's open model at a feasible rate and breaking.js, against notesd")
 k6live.require_notesd_and_postgres()
 
 SECONDS = "2s"
@@ -39,6 +41,22 @@ class Timing(k6live.ScriptRuns):
         self.assertIn(iterations, (100, 101))
         self.assertEqual(data["client"]["total"], iterations)
 
+
+    def test_breaking_point_is_found_and_stops_the_ramp(self):
+        # 40 VUs on /primes?below=200000 (about 15 ms of one core each) with a 200 ms
+        # timeout: the queue (~0.6 s) outgrows the timeout at once, the failure rate
+        # passes 20%, and the threshold aborts the 21 s ramp once its 10 s
+        # delayAbortEval has passed, with k6's status 99
+        run = self.run_script(K6, "breaking.js", {"STAGES": "1s:40,20s:40", "BELOW": "200000",
+                                                  "TIMEOUT": "200ms", "GRACEFUL_RAMP_DOWN": "1s"},
+                              name="breaking-point", want_rc=k6live.THRESHOLDS_FAILED)
+        self.server.settle()   # the requests k6 gave up on, still computed, before the next test
+        self.assertIn("BREAKING POINT: failure rate", run.stdout)
+        self.assertIn("first failed request with", run.stdout)
+        self.assertGreaterEqual(run.metric("http_req_failed", "rate"), 0.2)
+        # k6 says so when a threshold with abortOnFail ends the run before its 21 s
+        self.assertIn("stopping test prematurely", run.stderr,
+                      "the threshold did not stop the ramp" + run.output())
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

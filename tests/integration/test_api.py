@@ -308,7 +308,9 @@ class KnownLatencyAndTimingTest(unittest.TestCase):
         for t in threads:
             t.join()
         took = time.monotonic() - start
-        self.assertLess(took, 0.6 + slack(self.port))   # in a queue: 4 s
+        # 0.2 s overlapped, 4 s in a queue: half of that is the line (twenty client threads
+        # starting on a busy machine take their time too)
+        self.assertLess(took, 2.0 + slack(self.port))
         self.assertEqual([r[0][0] for r in results], [200] * 20)
 
     @direct_only("times the answers, and the proxy adds time of its own")

@@ -234,6 +234,10 @@ class ContractTest(unittest.TestCase):
         reqs = [req for op in OPS for req in om.edge_requests(op)]
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(self.sender.send, reqs))
+        # An invalid request still pending may have waited behind the valid ones beside it
+        # (the largest /primes keep the loop busy): sent again alone, it must be refused.
+        answers = [self.sender.send(req) if ans.outcome == "pending" and om.judge(req) else ans
+                   for req, ans in zip(reqs, answers)]
         problems, valid = [], 0
         for req, ans in zip(reqs, answers):
             why = om.judge(req)

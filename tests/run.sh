@@ -5,11 +5,11 @@
 #   3. builds with ASan+UBSan and runs the server's unit and integration tests again;
 #   4. builds with ThreadSanitizer (clang) and runs the multi-loop tests: no data race;
 #   5. builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 10).
-# Steps 3, and 4 then 5, run as two chains in the background while step 2's tests run,
-# TEST_JOBS (default twice the cores) at a time: the sanitizers' CTest runs CHAIN_JOBS tests
-# at a time (default 2), the fuzzers one at a time. Step 2's `serial` tests (timing verdicts:
-# k6's open model, honest schedules judged, bench --compare) run last, alone. Every build
-# goes through ccache when it is installed. Every test has its own
+# Steps 3 and 4, and step 5's build, run as one chain in the background while step 2's
+# tests run, TEST_JOBS (default twice the cores) at a time; the sanitizers' CTest runs
+# CHAIN_JOBS tests at a time (default 2). Then the fuzzers, one per core, with nothing else
+# running; step 2's `serial` tests (timing verdicts: k6's open model, honest schedules
+# judged, bench --compare) last, alone. Every build goes through ccache when installed. Every test has its own
 # database (copied from a seeded template) and ports the kernel picks, which is what
 # lets them share the machine; tests/README.md ("Running in parallel") says more.
 # It ends with one line: "N passed, M failed, K skipped" over all suites (the
@@ -106,9 +106,10 @@ if [[ $QUICK == 1 ]]; then
   exit $?
 fi
 
-# The sanitizer, ThreadSanitizer and fuzzing builds and their tests, in two chains beside
-# the strict build's tests: they share no build directory, PostgreSQL or port. Their output
-# is printed when they are done, each suite in one piece.
+# The sanitizer, ThreadSanitizer and fuzzing builds and their tests, one after the other,
+# while the strict build's tests run: they share no build directory, PostgreSQL or port.
+# Their output is printed when they are done, each suite in one piece. (The fuzzers, or a
+# second chain, beside the strict tests took the CPU that their timing verdicts need.)
 sanitizer_chain() {
   # The server's own tests again under the sanitizers: unit and integration. The
   # load-tool, harness and database-script suites (verify, harness, localdb), the
@@ -117,9 +118,6 @@ sanitizer_chain() {
   build "sanitizers (ASan+UBSan)" "$REPO/build-asan" -DNOTESD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
   run_tests "sanitizers (ASan+UBSan)" "$REPO/build-asan" -j"$CHAIN_JOBS" \
     -LE '^(style|loadtests|docker)$' -E '^integration_(verify|harness|localdb)$'
-}
-
-clang_chain() {
   if command -v clang >/dev/null; then
     # Several event loops under load with /metrics scraped from the first moment;
     # a race ends notesd with status 66 and fails the test.
@@ -127,30 +125,30 @@ clang_chain() {
       -DCMAKE_BUILD_TYPE=Debug
     run_tests "ThreadSanitizer (multi-loop tests)" "$REPO/build-tsan" -j"$CHAIN_JOBS" \
       -R '^(unit_stats|integration_threads|integration_api)$'
-    # The fuzz targets touch neither the network nor PostgreSQL, and each keeps a core
-    # busy: one at a time, so that the strict tests keep the other core.
+    # Built here, run after the chain (below).
     CC=clang build "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -DNOTESD_FUZZ=ON \
       -DNOTESD_FUZZ_SECONDS="$FUZZ_SECONDS"
-    run_tests "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -L fuzz -j1
   fi
 }
 
 build "strict build" "$REPO/build-test"
-sanitizer_chain >"$REPO/build-test/sanitizer-chain.log" 2>&1 &
-chains=("$!:sanitizer")
-clang_chain >"$REPO/build-test/clang-chain.log" 2>&1 &
-chains+=("$!:clang")
+CHAIN_LOG="$REPO/build-test/sanitizer-chain.log"
+sanitizer_chain >"$CHAIN_LOG" 2>&1 &
+chain=$!
 # Everything but the `serial` tests, $JOBS at a time.
 run_tests "strict build" "$REPO/build-test" -j"$JOBS" -LE '^serial$'
-for chain in "${chains[@]}"; do
-  chain_rc=0
-  wait "${chain%%:*}" || chain_rc=$?
-  cat "$REPO/build-test/${chain#*:}-chain.log"
-  if [[ $chain_rc != 0 ]]; then          # a build in the chain failed: no tally of its own
-    echo "== the ${chain#*:} chain stopped with status $chain_rc"
-    echo "0 1 0 1" >>"$TALLY"
-  fi
-done
+chain_rc=0
+wait "$chain" || chain_rc=$?
+cat "$CHAIN_LOG"
+if [[ $chain_rc != 0 ]]; then          # a build in the chain failed: no tally of its own
+  echo "== the sanitizer chain stopped with status $chain_rc"
+  echo "0 1 0 1" >>"$TALLY"
+fi
+# The fuzz targets touch neither the network nor PostgreSQL and each keeps a core busy: one
+# per core at once, with nothing else running.
+if [[ -d "$REPO/build-fuzz" ]] && command -v clang >/dev/null; then
+  run_tests "fuzzing (${FUZZ_SECONDS}s per target)" "$REPO/build-fuzz" -L fuzz -j"$(nproc)"
+fi
 # Last, alone on a quiet machine: the tests whose verdicts are about timing (k6's open
 # model keeping its rate, honest schedules judged kept, bench --compare finding no
 # difference between HEAD and HEAD).

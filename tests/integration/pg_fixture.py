@@ -19,6 +19,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -106,11 +107,41 @@ def stop(state_path):
         return
     # Only a running cluster is stopped: a test may have stopped its own already,
     # and pg_ctl would complain on stderr that the PID file does not exist.
-    if os.path.exists(os.path.join(state["data"], "postmaster.pid")):
-        subprocess.run(as_owner([f"{state['bindir']}/pg_ctl", "-D", state["data"], "-m",
-                                 "immediate", "-w", "stop"]), stdout=subprocess.DEVNULL)
+    pid_file = os.path.join(state["data"], "postmaster.pid")
+    if os.path.exists(pid_file):
+        stopped = subprocess.run(as_owner([f"{state['bindir']}/pg_ctl", "-D", state["data"], "-m",
+                                           "immediate", "-t", "20", "-w", "stop"]),
+                                 stdout=subprocess.DEVNULL).returncode == 0
+        if not stopped:
+            kill_cluster(pid_file)
     shutil.rmtree(state["base"], ignore_errors=True)
     os.unlink(state_path)
+
+
+def kill_cluster(pid_file):
+    """The postmaster did not end within pg_ctl's wait: says what its processes were
+    doing (a stopped or uninterruptible one is the usual cause), then kills them all."""
+    try:
+        with open(pid_file) as f:
+            postmaster = int(f.readline())
+    except (OSError, ValueError):
+        return
+    pids = [postmaster]
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == postmaster:  # the parent's pid
+            pids.append(int(entry))
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                print(f"pg_fixture: still running: {f.read().strip()}", file=sys.stderr)
+            os.kill(pid, signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            pass
 
 
 if __name__ == "__main__":

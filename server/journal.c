@@ -179,12 +179,13 @@ size_t journal_format(const journal_record_t *r, const char *method, const char 
                  "{\"seq\":%llu,\"loop\":%u,\"kind\":\"%s\",\"conn\":%llu,\"proto\":\"%s\","
                  "\"tls\":%s,\"stream\":%u,\"method\":\"%s\",\"route\":\"%s\",\"status\":%u,"
                  "\"conn_at_us\":%lld,\"arrived_us\":%lld,\"started_us\":%lld,\"ended_us\":%lld,"
-                 "\"wait_us\":%u,\"query_us\":%u,\"bytes_in\":%u,\"bytes_out\":%u",
+                 "\"wait_us\":%u,\"query_us\":%u,\"answer_us\":%u,\"bytes_in\":%u,"
+                 "\"bytes_out\":%u",
                  (unsigned long long)r->seq, r->loop, kind_name(r), (unsigned long long)r->conn_id,
                  (r->proto & JOURNAL_H2) ? "h2" : "h1", (r->proto & JOURNAL_TLS) ? "true" : "false",
                  r->stream_id, method, route, r->status, (long long)r->conn_at_us,
                  (long long)r->arrived_us, (long long)r->started_us, (long long)r->ended_us,
-                 r->wait_us, r->query_us, r->bytes_in, r->bytes_out);
+                 r->wait_us, r->query_us, r->answer_us, r->bytes_in, r->bytes_out);
     if (r->trace_hi != 0 || r->trace_lo != 0)
         p += sprintf(p, ",\"trace_id\":\"%016llx%016llx\"", (unsigned long long)r->trace_hi,
                      (unsigned long long)r->trace_lo);
@@ -203,12 +204,12 @@ size_t journal_format_csv(const journal_record_t *r, const char *method, const c
                           char *out)
 {
     char *p = out;
-    p += sprintf(p, "%llu,%u,%s,%llu,%s,%d,%u,%s,%s,%u,%lld,%lld,%lld,%lld,%u,%u,%u,%u,",
+    p += sprintf(p, "%llu,%u,%s,%llu,%s,%d,%u,%s,%s,%u,%lld,%lld,%lld,%lld,%u,%u,%u,%u,%u,",
                  (unsigned long long)r->seq, r->loop, kind_name(r), (unsigned long long)r->conn_id,
                  (r->proto & JOURNAL_H2) ? "h2" : "h1", (r->proto & JOURNAL_TLS) ? 1 : 0,
                  r->stream_id, method, route, r->status, (long long)r->conn_at_us,
                  (long long)r->arrived_us, (long long)r->started_us, (long long)r->ended_us,
-                 r->wait_us, r->query_us, r->bytes_in, r->bytes_out);
+                 r->wait_us, r->query_us, r->answer_us, r->bytes_in, r->bytes_out);
     if (r->trace_hi != 0 || r->trace_lo != 0)
         p += sprintf(p, "%016llx%016llx", (unsigned long long)r->trace_hi,
                      (unsigned long long)r->trace_lo);

@@ -55,6 +55,9 @@ typedef struct journal_record {
     uint64_t trace_hi, trace_lo; /* the trace id of a valid traceparent; both 0: none */
     uint32_t wait_us;            /* waited for a database connection (0: no query) */
     uint32_t query_us;           /* its query, from sending to the complete result */
+    uint32_t answer_us;          /* from started_us to when notesd began its answer (status and
+                                    headers to h2o; all but the streams, the body too): a time
+                                    every client waited; 0: none sent (a message: 0) */
     uint32_t bytes_in;           /* request body bytes (a message: its payload) */
     uint32_t bytes_out;          /* response body bytes h2o sent (a message: its payload) */
     uint32_t stream_id;          /* the HTTP/2 stream; 0 for HTTP/1 */
@@ -64,9 +67,8 @@ typedef struct journal_record {
     uint8_t method;              /* request_method_labels' index */
     uint8_t route;               /* the route id (routes.h) */
     uint8_t loop;                /* the loop that served it */
-    uint8_t request_id_len;      /* bytes of request_id used */
-    uint8_t request_id_cut;      /* 1: X-Request-Id was longer and is cut */
-    uint8_t pad[3];
+    uint8_t request_id_len : 7;  /* bytes of request_id used */
+    uint8_t request_id_cut : 1;  /* 1: X-Request-Id was longer and is cut */
     char request_id[JOURNAL_REQUEST_ID_MAX]; /* the X-Request-Id header's value */
 } journal_record_t;
 
@@ -145,7 +147,7 @@ size_t journal_format(const journal_record_t *r, const char *method, const char 
 /* The first line of a CSV page: the columns, named as NDJSON's fields. */
 #define JOURNAL_CSV_HEADER                                                                         \
     "seq,loop,kind,conn,proto,tls,stream,method,route,status,conn_at_us,arrived_us,started_us,"    \
-    "ended_us,wait_us,query_us,bytes_in,bytes_out,trace_id,request_id\n"
+    "ended_us,wait_us,query_us,answer_us,bytes_in,bytes_out,trace_id,request_id\n"
 
 /* One record as a line of CSV (RFC 4180), the columns of JOURNAL_CSV_HEADER:
  * the same values as journal_format's, tls as 0 or 1, an absent trace id or

@@ -120,10 +120,11 @@ void request_journal_fill(notesd_req_t *r, uint64_t now_ns, journal_record_t *re
     rec->bytes_out = (uint32_t)req->bytes_sent;
     rec->query_us = (uint32_t)(r->db_ns / 1000);
     rec->wait_us = (uint32_t)(r->wait_ns / 1000);
+    rec->answer_us =
+        r->answered_ns > r->start_ns ? (uint32_t)((r->answered_ns - r->start_ns) / 1000) : 0;
     rec->trace_hi = traced ? trace.trace_hi : 0;
     rec->trace_lo = traced ? trace.trace_lo : 0;
     rec->request_id_len = rec->request_id_cut = 0;
-    memset(rec->pad, 0, sizeof(rec->pad));
     ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
     if (i >= 0)
         journal_set_request_id(rec, req->headers.entries[i].value.base,

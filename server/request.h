@@ -102,6 +102,7 @@ struct notesd_req {
     stats_loop_t *stats;                /* loop->stats; NULL: not measured (the metrics port) */
     uint64_t start_ns;                  /* when the handler received the request (stats_now_ns) */
     uint64_t db_ns;                     /* time spent in database queries, for Server-Timing */
+    uint64_t answered_ns;               /* respond_start's time, journal on (0: not yet) */
     uint64_t wait_ns;    /* time its query waited for a database connection (the journal) */
     int status;          /* the status recorded when the request ended (0: no answer sent) */
     uint8_t route;       /* enum route_id (routes.h) */

@@ -127,6 +127,8 @@ void respond_start(notesd_req_t *r, int status, const char *content_type, size_t
     h2o_req_t *req = r->req;
 
     r->started = 1;
+    if (r->loop->journal != NULL)
+        r->answered_ns = stats_now_ns(); /* the journal's answer_us: a time the client waited */
     req->res.status = status;
     req->res.reason = reason_of(status);
     if (status == 205) {

@@ -34,6 +34,7 @@ void ws_report_journal(journal_t *j, const journal_record_t *handshake, enum jou
     rec.kind = (uint8_t)kind;
     rec.arrived_us = rec.started_us = rec.ended_us =
         (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000;
+    rec.answer_us = 0;
     rec.bytes_in = kind == JOURNAL_WS_IN ? bytes : 0;
     rec.bytes_out = kind == JOURNAL_WS_OUT ? bytes : 0;
     journal_add(j, &rec);

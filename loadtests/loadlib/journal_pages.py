@@ -35,10 +35,11 @@ TOKEN_ENV = "NOTESD_JOURNAL_TOKEN"
 # The record's fields as the CSV header names them (docs/journal.md, "A record").
 FIELDS = ("seq", "loop", "kind", "conn", "proto", "tls", "stream", "method", "route", "status",
           "conn_at_us", "arrived_us", "started_us", "ended_us", "wait_us", "query_us",
-          "bytes_in", "bytes_out", "trace_id", "request_id")
+          "answer_us", "bytes_in", "bytes_out", "trace_id", "request_id")
 # What Collector keeps of each HTTP record: numbers, and words (a handful of values each,
 # read as bytes of at most WORD_BYTES) as small codes into a vocabulary.
-NUMBERS = ("loop", "conn", "tls", "status", "conn_at_us", "started_us", "ended_us")
+NUMBERS = ("loop", "conn", "tls", "status", "conn_at_us", "started_us", "ended_us",
+           "answer_us")
 WORDS = ("kind", "proto", "method", "route")
 WORD_BYTES = 32
 

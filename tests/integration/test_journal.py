@@ -143,6 +143,8 @@ class JournalTest(ServerTestCase):
         read, write = by_id["read"][0], by_id["write"][0]
         self.assertEqual((read["route"], read["status"], read["method"]), ("/notes/:id", 200, "GET"))
         self.assertGreater(read["query_us"], 0)
+        # answered after its query came back, and before the server's end of it
+        self.assertGreaterEqual(read["answer_us"], read["query_us"])
         self.assertEqual((write["route"], write["status"], write["method"]), ("/notes", 201, "POST"))
         self.assertEqual(write["bytes_in"], len(json.dumps({"title": "t", "body": "b", "tag": "x"})))
         self.assertGreater(write["bytes_out"], 0)
@@ -163,6 +165,7 @@ class JournalTest(ServerTestCase):
                 self.assertLessEqual(r["conn_at_us"], r["arrived_us"])
                 self.assertLessEqual(r["arrived_us"], r["started_us"])
                 self.assertLessEqual(r["started_us"], r["ended_us"])
+                self.assertLessEqual(r["started_us"] + r["answer_us"], r["ended_us"] + 1)
 
     def test_websocket_messages_have_records_of_their_own(self):
         """A WebSocket's handshake is one request (101); then every data message it
@@ -193,13 +196,15 @@ class JournalTest(ServerTestCase):
         self.assertEqual(mine[0]["status"], 101)
         self.assertEqual([r["seq"] for r in mine], sorted(r["seq"] for r in mine))
         self.assertEqual(mine[0]["trace_id"], TRACE.split("-")[1])
-        own = ("seq", "kind", "bytes_in", "bytes_out", "arrived_us", "started_us", "ended_us")
+        own = ("seq", "kind", "bytes_in", "bytes_out", "arrived_us", "started_us", "ended_us",
+               "answer_us")
         shared = {k: v for k, v in mine[0].items() if k not in own}
         for r in mine[1:]:
             with self.subTest(seq=r["seq"]):
                 self.assertEqual({k: v for k, v in r.items() if k not in own}, shared)
                 self.assertEqual(r["arrived_us"], r["started_us"])
                 self.assertEqual(r["started_us"], r["ended_us"])
+                self.assertEqual(r["answer_us"], 0)
 
     def test_the_metrics_port_and_bad_pages(self):
         for path in ("/journal?loop=1", "/journal?limit=0", "/journal?limit=5001",

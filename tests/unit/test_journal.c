@@ -24,6 +24,7 @@ static journal_record_t made(uint64_t n)
     r.ended_us = (int64_t)n * 7 + 2;
     r.status = (uint16_t)(n % 600);
     r.bytes_out = (uint32_t)(n * 11);
+    r.answer_us = (uint32_t)(n * 5);
     r.trace_lo = n ^ 0x5555;
     r.request_id_len = 8;
     memcpy(r.request_id, &n, 8);
@@ -36,7 +37,7 @@ static int consistent(const journal_record_t *r)
     memcpy(&id, r->request_id, 8);
     return r->conn_id == n * 3 && r->arrived_us == (int64_t)n * 7 &&
            r->ended_us == (int64_t)n * 7 + 2 && r->status == n % 600 && r->bytes_out == n * 11 &&
-           r->trace_lo == (n ^ 0x5555) && id == n;
+           r->answer_us == n * 5 && r->trace_lo == (n ^ 0x5555) && id == n;
 }
 
 static void records_come_back_whole_and_in_order(void)
@@ -216,6 +217,7 @@ static void a_line_is_json_with_its_request_id_escaped(void)
     line[n] = '\0';
     CHECK(line[n - 1] == '\n');
     CHECK(strstr(line, "\"seq\":9,") != NULL);
+    CHECK(strstr(line, "\"query_us\":0,\"answer_us\":45,\"bytes_in\":0,") != NULL);
     CHECK(strstr(line, "\"proto\":\"h2\",\"tls\":true,\"stream\":5,") != NULL);
     CHECK(strstr(line, "\"route\":\"/notes/:id\"") != NULL);
     CHECK(strstr(line, "\"trace_id\":\"0af7651916cd43dd8448eb211c80319c\"") != NULL);
@@ -243,7 +245,7 @@ static void a_csv_line_has_the_header_s_columns(void)
     r.request_id_len = 7;
     size_t n = journal_format_csv(&r, "GET", "/notes/:id", line);
     line[n] = '\0';
-    CHECK_STR_EQ(line, "9,1,http,27,h2,1,5,GET,/notes/:id,9,0,63,64,65,0,0,0,99,"
+    CHECK_STR_EQ(line, "9,1,http,27,h2,1,5,GET,/notes/:id,9,0,63,64,65,0,0,45,0,99,"
                        "0af7651916cd43dd8448eb211c80319c,\"a\"\"b,c\\\\\\u0001\"\n");
     /* as many fields as the header has columns, none of them absent ones */
     size_t commas = 0;

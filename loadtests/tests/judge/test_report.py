@@ -22,11 +22,13 @@ T0 = 1_800_000_000_000_000
 HEADER = ",".join(journal_pages.FIELDS) + "\n"
 
 
-def columns(arrivals, conns=10, held_us=80, status=200):
+def columns(arrivals, conns=10, held_us=80, status=200, answered_us=None):
     """A run's columns as Collector keeps them: arrivals (µs) spread over `conns`
-    keep-alive connections, each request held `held_us`."""
+    keep-alive connections, each request held `held_us` and answered after
+    `answered_us` (default: at its end)."""
+    answered_us = held_us if answered_us is None else answered_us
     lines = [f"{i},0,http,{i % conns + 1},h1,0,0,GET,/json,{status},{T0 - 1000},{t},{t},"
-             f"{t + held_us},0,0,0,253,,\"r{i}\"\n" for i, t in enumerate(arrivals)]
+             f"{t + held_us},0,0,{answered_us},0,253,,\"r{i}\"\n" for i, t in enumerate(arrivals)]
     c = journal_pages.Collector({0: 0}, want_ids=True)
     c.add(journal_pages.Source.parse(_Answer(HEADER + "".join(lines)), 0, want_ids=True))
     return c.columns()
@@ -93,7 +95,7 @@ class Claims(unittest.TestCase):
                                claims={"requests": 1100, "p50": 5.0, "p99": 25.0, "rate": 260})
         checks = names(result)
         self.assertEqual(checks["claimed_requests"]["verdict"], "FAIL")
-        self.assertEqual(checks["claimed_p50"]["verdict"], "FAIL")      # below the server's 20
+        self.assertEqual(checks["claimed_p50"]["verdict"], "FAIL")      # below the answers' 20
         self.assertEqual(checks["claimed_p99"]["verdict"], "PASS")
         self.assertEqual(checks["claimed_rate"]["verdict"], "FAIL")
         self.assertEqual(judge_command.EXIT[result["verdict"]], 1)
@@ -142,6 +144,21 @@ class Logs(unittest.TestCase):
                           j["figures"]["server_only"]), ("request id", 199, 1))
         self.assertAlmostEqual(j["figures"]["client_ms"]["p50"], 0.22)
         self.assertEqual(j["verdict"], "PASS")          # one missing: at most the in flight
+
+    def test_a_late_end_at_the_server_is_not_the_clients_and_an_early_answer_is(self):
+        # Answered after 0.5 ms, but the server read its clock for the end 4 ms later (a
+        # pause after the last write): a client that logged 0.6 ms is honest.
+        arrivals = T0 + np.arange(200) * 5000
+        log = journal.log_columns([{"start_us": int(t) - 50, "latency_ms": 0.6,
+                                    "request_id": f"r{i}"} for i, t in enumerate(arrivals)])
+        late_end = columns(arrivals, held_us=4_500, answered_us=500)
+        j = names(judge_figures.judge(late_end, Model(kind="open", rate=200), log=log))["join"]
+        self.assertEqual((j["verdict"], j["figures"]["impossible"]), ("PASS", 0))
+        # Answered only after 3 ms: 0.6 ms is below what every client waited.
+        slow = columns(arrivals, held_us=4_500, answered_us=3_000)
+        j = names(judge_figures.judge(slow, Model(kind="open", rate=200), log=log))["join"]
+        self.assertEqual((j["verdict"], j["figures"]["impossible"]), ("FAIL", 200))
+        self.assertIn("below the server's time to answer", j["reason"])
 
 
 class Outputs(unittest.TestCase):

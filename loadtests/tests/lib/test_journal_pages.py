@@ -16,12 +16,12 @@ from loadlib.server import Target
 
 NOTESD = os.environ.get("NOTESD_BIN") or os.path.join(REPO, "build", "notesd")
 HEADER = ("seq,loop,kind,conn,proto,tls,stream,method,route,status,conn_at_us,arrived_us,"
-          "started_us,ended_us,wait_us,query_us,bytes_in,bytes_out,trace_id,request_id\n")
+          "started_us,ended_us,wait_us,query_us,answer_us,bytes_in,bytes_out,trace_id,request_id\n")
 
 
 def csv_line(seq, started, conn=1, kind="http", route="/json", status=200, rid=""):
     return (f"{seq},0,{kind},{conn},h1,0,0,GET,{route},{status},{started - 10},{started},"
-            f"{started},{started + 50},0,0,0,253,,{rid}\n")
+            f"{started},{started + 50},0,0,40,0,253,,{rid}\n")
 
 
 class Response:
@@ -49,7 +49,7 @@ class Pages(unittest.TestCase):
     def test_ndjson_counts_its_lost_line(self):
         rec = {"seq": 9, "loop": 0, "kind": "http", "conn": 1, "proto": "h1", "tls": False,
                "method": "GET", "route": "/json", "status": 200, "conn_at_us": 1,
-               "started_us": 5, "ended_us": 6}
+               "started_us": 5, "ended_us": 6, "answer_us": 1}
         body = json.dumps({"lost": 4, "from": 5, "to": 8, "loop": 0}) + "\n" + json.dumps(rec)
         records, lost = jp.parse_ndjson(body.encode())
         self.assertEqual((len(records), lost), (1, 4))

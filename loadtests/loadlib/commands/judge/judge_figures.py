@@ -89,14 +89,14 @@ def protocols(cols):
 
 def join_log(cols, log, slack_ms):
     """The tool's per-request log joined with the run (journal.join_columns), with the
-    requests whose logged latency is below the server's own time by more than slack_ms
-    ("impossible")."""
+    requests whose logged latency is below the server's time to answer them (answer_us)
+    by more than slack_ms ("impossible")."""
     server = {"started_us": cols["started_us"], "ended_us": cols["ended_us"],
               "request_id": cols.get("request_id")}
     j = journal.join_columns(log, server)
     ti, si = j["pairs"]
-    held = (cols["ended_us"][si] - cols["started_us"][si]) / 1000
-    j["impossible"] = int(np.count_nonzero(log["latency_ms"][ti] + slack_ms < held))
+    answered = cols["answer_us"][si] / 1000
+    j["impossible"] = int(np.count_nonzero(log["latency_ms"][ti] + slack_ms < answered))
     return j
 
 
@@ -127,23 +127,23 @@ def judge(cols, model, counted=None, lost=0, claims=None, log=None, command=None
                    judgement.protocol_check(protocols(cols)),
                    schedule_of(cols, model, conns, server_lag_ms),
                    judgement.latency_check(held)]
-        checks += claim_checks(claims, cols, held, flight, n, server_lag_ms)
+        checks += claim_checks(claims, cols, flight, n)
         if log is not None:
-            slack = judgement.latency_slack_ms(server_lag_ms)
+            slack = judgement.CLAIM_LATENCY_SLACK_MS
             checks.append(judgement.join_check(join_log(cols, log, slack), flight, slack))
             figures["client_latency_ms"] = latency_quantiles(log["latency_ms"])
     return {"verdict": judgement.worst(checks), "requests": n, "checks": checks,
             "figures": figures}
 
 
-def claim_checks(claims, cols, held, flight, n, server_lag_ms=None):
+def claim_checks(claims, cols, flight, n):
     out = []
     if claims.get("requests") is not None:
         out.append(judgement.claimed_count_check(int(claims["requests"]), n, flight))
+    answered = latency_quantiles(cols["answer_us"] / 1000)
     for q in ("p50", "p99"):
         if claims.get(q) is not None:
-            out.append(judgement.claimed_latency_check(q, float(claims[q]), held[q],
-                                                       server_lag_ms))
+            out.append(judgement.claimed_latency_check(q, float(claims[q]), answered[q]))
     if claims.get("rate") is not None and n > 1:
         span = (cols["started_us"][-1] - cols["started_us"][0]) / 1e6
         shown = (n - 1) / span if span > 0 else float(n)

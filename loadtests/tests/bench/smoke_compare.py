@@ -5,10 +5,10 @@ tell the two sides apart.
 
 `--compare HEAD..HEAD` builds HEAD from `git archive` in a temporary tree (once: one
 commit on both sides, each running a copy; uncommitted changes in this checkout change
-nothing), runs the read mix in 8 interleaved pairs of 1 s runs against a private
+nothing), runs the read mix in 5 interleaved pairs of 1 s runs against a private
 PostgreSQL of its own, and callgrind once per side. Checks: the run exits 0; both
 sides are the same commit, built in a tree removed again; every round has a valid
-pair; the req/s verdict is "no difference" (at 99%: with 8 pairs, 2 identical binaries
+pair; the req/s verdict is "no difference" (at 99%: with 5 pairs, 2 identical binaries
 are called different by chance less than 1% of the time); the other figures were
 compared; callgrind's instructions per request are equal within the resolution on
 /json and /notes/1; the report says it is indicative only; neither the run's scratch
@@ -26,7 +26,7 @@ from loadlib import stats
 from loadlib.commands.bench import compare_report
 from tests import LOADTESTS
 
-ROUNDS = 8
+ROUNDS = 5
 
 
 def fail(msg):

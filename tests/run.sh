@@ -4,9 +4,10 @@
 #   2. builds with warnings as errors and runs all CTest tests (style, unit, integration);
 #   3. builds with ASan+UBSan and runs the server's unit and integration tests again;
 #   4. builds with ThreadSanitizer (clang) and runs the multi-loop tests: no data race;
-#   5. builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 10).
+#   5. builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 5).
 # Steps 3 and 4, and step 5's build, run as one chain in the background while step 2's
-# tests run, TEST_JOBS (default twice the cores) at a time; the sanitizers' CTest runs
+# tests run, TEST_JOBS (default three per core; a suite whose verdict compares CPU shares
+# takes more than one slot: PROCESSORS in tests/CMakeLists.txt) at a time; the sanitizers' CTest runs
 # CHAIN_JOBS tests at a time (default 2). Then the fuzzers, one per core, with nothing else
 # running; step 2's `serial` tests (timing verdicts: k6's open model, honest schedules
 # judged, bench --compare) last, alone. Every build goes through ccache when installed. Every test has its own
@@ -29,7 +30,7 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-FUZZ_SECONDS="${FUZZ_SECONDS:-10}"
+FUZZ_SECONDS="${FUZZ_SECONDS:-5}"
 QUICK=0
 case "${1:-}" in
   --quick) QUICK=1 ;;
@@ -48,11 +49,12 @@ fi
 # ThreadSanitizer and fuzzing suites run in a background chain (below).
 TALLY="$(mktemp)"
 trap 'rm -f "$TALLY"' EXIT
-# CTest runs this many tests at once in the strict build: most of them wait on sockets,
-# timers, PostgreSQL and npm (each has a database and ports of its own), so twice the
-# cores (more, and the tests whose verdicts compare CPU shares lose them); the sanitizers'
-# chain beside it, CHAIN_JOBS.
-JOBS="${TEST_JOBS:-$(( $(nproc) * 2 ))}"
+# CTest runs this many test slots at once in the strict build: most tests wait on sockets,
+# timers, PostgreSQL and npm (each has a database and ports of its own), so three per
+# core; the suites whose verdicts compare CPU shares take two or three slots each
+# (PROCESSORS), so no more run beside them than at two per core. The sanitizers' chain
+# beside it, CHAIN_JOBS.
+JOBS="${TEST_JOBS:-$(( $(nproc) * 3 ))}"
 CHAIN_JOBS="${CHAIN_JOBS:-2}"
 
 # build NAME BUILD_DIR [cmake args...]

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of notesd:
 #   1. installs the Debian packages the build and the tests need (only missing ones);
-#   2. builds with warnings as errors and runs all CTest tests (style, unit, integration);
-#   3. builds with ASan+UBSan and runs the server's unit and integration tests again;
+#   2. builds with warnings as errors and runs all CTest tests (style, unit, integration)
+#      but the `behaviour` suites (answers alone: no figure the sanitizers would change);
+#   3. builds with ASan+UBSan and runs the server's unit and integration tests, the
+#      `behaviour` suites among them;
 #   4. builds with ThreadSanitizer (clang) and runs the multi-loop tests: no data race;
 #   5. builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 5).
 # Steps 3 and 4, and step 5's build, run as one chain in the background while step 2's
@@ -137,8 +139,9 @@ build "strict build" "$REPO/build-test"
 CHAIN_LOG="$REPO/build-test/sanitizer-chain.log"
 sanitizer_chain >"$CHAIN_LOG" 2>&1 &
 chain=$!
-# Everything but the `serial` tests, $JOBS at a time.
-run_tests "strict build" "$REPO/build-test" -j"$JOBS" -LE '^serial$'
+# Everything but the `serial` tests, and the `behaviour` suites the sanitizers' chain runs,
+# $JOBS slots at a time.
+run_tests "strict build" "$REPO/build-test" -j"$JOBS" -LE '^(serial|behaviour)$'
 chain_rc=0
 wait "$chain" || chain_rc=$?
 cat "$CHAIN_LOG"

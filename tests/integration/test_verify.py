@@ -24,7 +24,7 @@ from notes_testlib import BIN, REPO, Notesd, free_port_in, main, poll
 VERIFY = os.path.join(REPO, "loadtests", "verify")
 BROKEN = os.path.join(REPO, "loadtests", "verification", "broken_target.py")
 LOCALDB = os.path.join(REPO, "sql", "localdb.sh")
-LOAD_SECONDS = "2"
+LOAD_SECONDS = "1"
 
 # defect -> the check that must fail (other checks may fail with it)
 DEFECTS = {

@@ -744,6 +744,9 @@ static void two_pools_on_one_loop_keep_their_own_settings(void)
     settings.max = 3;
     settings.connect_timeout_ms = 1000;
     CHECK_INT_EQ(pool_open(&slow, loop, url), 0);
+    /* the three connects time out together; a back-off of 2 s, not 50 ms, keeps a busy
+     * machine's spread between their timers from letting a fourth connect start */
+    slow.backoff_ms = 2000;
     settings.max = 20; /* the pools keep the values they were given */
     CHECK_INT_EQ(fast.settings.max, 1);
     CHECK_INT_EQ(slow.settings.max, 3);

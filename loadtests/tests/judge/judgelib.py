@@ -96,14 +96,15 @@ def said(stderr):
 
 # A verdict that an honest schedule was kept (a PASS of the schedule check) needs a machine
 # that lets the generator keep it and the server see it: with every other test beside it, a
-# scheduler's quanta bunch arrivals into what judge rightly calls lockstep. Those tests run
-# alone, after the rest (CTest loadtests_judge_schedules, label serial, sets this); the
+# scheduler's quanta bunch arrivals into what judge rightly calls lockstep. Those tests, and
+# the one that counts a lockstep's size (a busy machine merges two bunches, or names its
+# pauses first), run alone, after the rest (CTest loadtests_judge_schedules, label serial, sets this); the
 # others beside every other test (loadtests_judge_live, loadtests_judge_tools).
 ALONE = os.environ.get("NOTESD_JUDGE_ALONE") == "1"
 
 
 def alone(test):
-    """Marks a test whose verdict is a schedule kept: it runs only where ALONE is set."""
+    """Marks a test whose verdict is a schedule's exact shape: it runs only where ALONE is set."""
     test.judged_alone = True
     return test
 

@@ -12,7 +12,7 @@ one) is then within what Poisson arrivals do anyway, where at 200/s it would be 
 the verdict rightly names. The server's own pauses judge excuses (its event-loop lag);
 the generator's it cannot see, so the generator says how late it was, and a run in which
 it could not keep its schedule is run again (judgelib.honest_run). The two honest runs
-are judged alone, after every other test (judgelib.alone: CTest loadtests_judge_schedules).
+and the lockstep's size are judged alone, after every other test (judgelib.alone: CTest loadtests_judge_schedules).
 
     cd loadtests && NOTESD_BIN=../build/notesd /usr/bin/python3 -B -m tests.judge.test_live
 """
@@ -86,6 +86,7 @@ class Generators(unittest.TestCase):
                                       r"(9\d\d|1\d\d\d) ms")
         self.assertEqual(result["requests"], said(err)["sent"])
 
+    @alone
     def test_connections_in_lockstep_warn(self):
         rc, result, _ = run_judge(["--rate", "200", "--connections", "8", "--duration", "3"],
                                   generator("lockstep", "--rate", "200", "--duration", "3",

@@ -109,8 +109,8 @@ def _drop_databases():
     that keeps them all takes gigabytes and a long time to remove."""
     try:
         conn = psycopg2.connect(admin_dsn())
-    except psycopg2.Error:
-        return  # the cluster is gone already
+    except (OSError, KeyError, psycopg2.Error):
+        return  # the cluster (or its state file) is gone already
     conn.autocommit = True
     with conn.cursor() as cur:
         for full in set(_databases.values()):

@@ -158,7 +158,8 @@ fuzz=""
 if [[ -d "$REPO/build-fuzz" ]] && command -v clang >/dev/null; then
   FUZZ_LOG="$REPO/build-fuzz/fuzz-run.log"
   (
-    chrt --idle -p 0 "$BASHPID" >/dev/null 2>&1 || renice -n 19 -p "$BASHPID" >/dev/null
+    chrt --idle -p 0 "$BASHPID" >/dev/null 2>&1 || renice -n 19 -p "$BASHPID" >/dev/null ||
+      echo "== fuzzing at normal priority: neither SCHED_IDLE nor nice 19 could be set"
     run_tests "fuzzing (${FUZZ_SECONDS}s per target, on idle CPU time)" "$REPO/build-fuzz" \
       -L fuzz -j"$(nproc)"
   ) >"$FUZZ_LOG" 2>&1 &
